@@ -1,0 +1,61 @@
+"""Capability guards for Torch-TensorRT on TensorRT-RTX.
+
+``import guards; guards.install()`` makes every op that TensorRT-RTX cannot serve on the declared targets
+(FP32 GEMMs, attention, cdist's matmul, 3D convolution, BF16 on Turing) fall back to PyTorch. Importing this
+package imports neither torch nor torch_tensorrt; functions import what they need when called.
+"""
+
+from .gpuless import answer_device_queries, import_torch_tensorrt, install_import_hook
+from .gpuless import status as gpu_less_import_status
+from .install import (
+    fired,
+    install,
+    installed,
+    is_installed,
+    neutralize,
+    neutralized,
+    parse_target_name,
+    uninstall,
+    upstream_guarded_targets,
+)
+from .rules import RULES, Rule, explicit_targets, markers, rules_for
+from .targets import (
+    ENV_BACKEND,
+    ENV_TARGETS,
+    RTX_SUPPORTED,
+    TURING,
+    CapabilityDecision,
+    UnsupportedTargetWarning,
+    capability_decision,
+    clear_declared_targets,
+    declare_backend,
+    declare_targets,
+    format_targets,
+    get_target_compute_capabilities,
+    parse_backend,
+    parse_targets,
+    torch_tensorrt_version,
+    trt_rtx_targets_turing,
+    turing_safe_gemm_dtype,
+)
+from .validators import (
+    VALIDATORS,
+    attention_capability_validator,
+    bf16_capability_validator,
+    cdist_forward_capability_validator,
+    convolution_capability_validator,
+    gemm_capability_validator,
+    rejecting_rule,
+)
+
+__all__ = [
+    "CapabilityDecision", "ENV_BACKEND", "ENV_TARGETS", "RTX_SUPPORTED", "RULES", "Rule", "TURING",
+    "UnsupportedTargetWarning", "VALIDATORS", "answer_device_queries", "attention_capability_validator",
+    "bf16_capability_validator", "capability_decision", "cdist_forward_capability_validator",
+    "clear_declared_targets", "convolution_capability_validator", "declare_backend", "declare_targets",
+    "explicit_targets", "fired", "format_targets", "gemm_capability_validator", "get_target_compute_capabilities",
+    "gpu_less_import_status", "import_torch_tensorrt", "install", "install_import_hook", "installed",
+    "is_installed", "markers", "neutralize", "neutralized", "parse_backend", "parse_target_name",
+    "parse_targets", "rejecting_rule", "rules_for", "torch_tensorrt_version", "trt_rtx_targets_turing",
+    "turing_safe_gemm_dtype", "uninstall", "upstream_guarded_targets",
+]

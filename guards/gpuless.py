@@ -1,0 +1,133 @@
+"""Import Torch-TensorRT on a host without a CUDA device.
+
+``import torch_tensorrt`` 2.14 asks ``torch.cuda.get_device_capability()`` and ``torch.cuda.current_device()``
+while importing, and both raise without a driver. Where (and only where) no CUDA device exists, those two
+queries are answered - the capability with the first declared target - and the fact is recorded so reports
+can say so. Decisions never read these answers: the host fallback checks ``torch.cuda.is_available()``.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Callable, List, Optional
+
+from .targets import Capability, capability_decision, format_capability
+
+#: Answered when nothing is declared: a TensorRT-RTX capability that no import-time check singles out.
+DEFAULT_ANSWER: Capability = (8, 9)
+
+
+@dataclass
+class GpuLessStatus:
+    applied: bool = False
+    capability: Optional[Capability] = None
+    detail: str = "not attempted"
+
+    def describe(self) -> str:
+        if self.applied and self.capability is not None:
+            return f"applied (device queries answered with {format_capability(self.capability)})"
+        return self.detail
+
+
+_status = GpuLessStatus()
+
+
+def status() -> GpuLessStatus:
+    return _status
+
+
+def answer_device_queries(capability: Optional[Capability] = None) -> bool:
+    """Answer the two import-time device queries if no CUDA device exists; True if it did."""
+    import torch
+
+    if _status.applied:
+        return True
+    if torch.cuda.is_available():
+        _status.detail = "not needed (CUDA device present)"
+        return False
+    if capability is None:
+        try:
+            declared = capability_decision(probe_host=False).targets
+        except ValueError:
+            declared = ()
+        capability = declared[0] if declared else DEFAULT_ANSWER
+    answer = (int(capability[0]), int(capability[1]))
+
+    def get_device_capability(device: Any = None) -> Capability:
+        return answer
+
+    def current_device() -> int:
+        return 0
+
+    get_device_capability.__trtcap_answer__ = True  # type: ignore[attr-defined]
+    current_device.__trtcap_answer__ = True  # type: ignore[attr-defined]
+    torch.cuda.get_device_capability = get_device_capability
+    torch.cuda.current_device = current_device
+    _status.applied, _status.capability = True, answer
+    _status.detail = f"applied ({format_capability(answer)})"
+    return True
+
+
+def import_torch_tensorrt(capability: Optional[Capability] = None) -> ModuleType:
+    """``import torch_tensorrt``, answering its device queries first where no CUDA device exists."""
+    module = sys.modules.get("torch_tensorrt")
+    if module is not None:
+        return module
+    answer_device_queries(capability)
+    import torch_tensorrt
+
+    return torch_tensorrt
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, inner: Any, before: Callable[[], Any], after: List[Callable[[ModuleType], Any]]) -> None:
+        self.inner, self.before, self.after = inner, before, after
+
+    def create_module(self, spec: Any) -> Any:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.before()
+        self.inner.exec_module(module)
+        for callback in self.after:
+            callback(module)
+
+
+class _ImportHook(importlib.abc.MetaPathFinder):
+    """Arranges the device answers at the moment ``torch_tensorrt`` is first imported, then steps aside."""
+
+    def __init__(self, answer: bool, after: List[Callable[[ModuleType], Any]]) -> None:
+        self.answer, self.after = answer, after
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != "torch_tensorrt":
+            return None
+        remove_import_hook()
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return None
+        before = answer_device_queries if self.answer else (lambda: None)
+        spec.loader = _Loader(spec.loader, before, self.after)
+        return spec
+
+
+def install_import_hook(answer: bool = True, after: Optional[List[Callable[[ModuleType], Any]]] = None) -> bool:
+    """Run ``answer_device_queries`` (if ``answer``) and then ``after`` callbacks when torch_tensorrt is imported.
+
+    Imports nothing now. Returns False (and does nothing) if torch_tensorrt is already imported.
+    """
+    if "torch_tensorrt" in sys.modules:
+        return False
+    remove_import_hook()
+    if not answer:
+        _status.detail = "off"
+    sys.meta_path.insert(0, _ImportHook(answer, list(after or ())))
+    return True
+
+
+def remove_import_hook() -> None:
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _ImportHook)]

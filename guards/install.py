@@ -1,0 +1,206 @@
+"""Compose the rules' guards with the stock validators of the live Torch-TensorRT converter registry.
+
+The registry picks the first candidate whose validator passes, so a new rejecting entry would not block
+the stock ones behind it: every existing entry of a guarded target is replaced (``dataclasses.replace``)
+by one whose validator is ``guard AND stock``. Uninstalling puts the identical original objects back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections import Counter
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from .rules import ALL_TARGETS, RULES, Rule, explicit_targets, rules_for, target_name_of
+from .validators import rejecting_rule
+
+_LOG = logging.getLogger("guards")
+_ORIGINAL = "_trtcap_original"  # attribute on a guarded validator: the ConverterSupport it replaced
+
+#: Targets whose guard is switched off (a count per target, so neutralize() nests).
+_neutralized: Counter = Counter()
+#: How often each (rule, target) rejected a node since the process started.
+_fired: Counter = Counter()
+
+_TARGET_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*){1,2}$")
+
+
+def _registry() -> Any:
+    from .gpuless import import_torch_tensorrt
+
+    import_torch_tensorrt()
+    from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_CONVERTERS
+
+    return DYNAMO_CONVERTERS
+
+
+def registry_dicts(registry: Any = None) -> List[Dict[Any, Any]]:
+    """Every dict registry of ``DYNAMO_CONVERTERS`` (target -> list of ConverterSupport)."""
+    registry = registry if registry is not None else _registry()
+    return [r for r in getattr(registry, "registries", ()) if isinstance(r, dict)]
+
+
+def _references_upstream_guard(fn: Any, depth: int = 0) -> bool:
+    """Whether a stock validator already consults Torch-TensorRT's own Turing predicate."""
+    code = getattr(fn, "__code__", None)
+    if code is None or depth > 3:
+        return False
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        if "trt_rtx_targets_turing" in c.co_names:
+            return True
+        stack.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            inner = cell.cell_contents
+        except ValueError:
+            continue
+        if callable(inner) and _references_upstream_guard(inner, depth + 1):
+            return True
+    return False
+
+
+def _guard(stock_support: Any, rules: Tuple[Rule, ...], name: str) -> Any:
+    stock = stock_support.capability_validator
+
+    def guarded_validator(node: Any, settings: Any = None) -> bool:
+        if name not in _neutralized:
+            rule = rejecting_rule(node, settings, rules, name)
+            if rule is not None:
+                _fired[(rule.name, name)] += 1
+                _LOG.debug("guards: %s rejected %s (%s)", rule.name, getattr(node, "name", node), rule.why)
+                return False
+        return stock(node, settings)
+
+    guarded_validator.__wrapped__ = stock  # type: ignore[attr-defined]
+    setattr(guarded_validator, _ORIGINAL, stock_support)
+    guarded_validator.rules = rules  # type: ignore[attr-defined]
+    return dataclasses.replace(stock_support, capability_validator=guarded_validator)
+
+
+def _is_guarded(support: Any) -> bool:
+    return hasattr(getattr(support, "capability_validator", None), _ORIGINAL)
+
+
+def install(rules: Tuple[Rule, ...] = RULES) -> Tuple[str, ...]:
+    """Guard every registered target the rules name. Idempotent; returns the guarded target names."""
+    guarded: List[str] = []
+    for table in registry_dicts():
+        for target, entries in table.items():
+            if not isinstance(entries, list):
+                continue
+            name = target_name_of(target)
+            applicable = rules_for(name, rules)
+            if not applicable:
+                continue
+            for i, support in enumerate(entries):
+                if _is_guarded(support):
+                    continue
+                mine = applicable
+                if _references_upstream_guard(support.capability_validator):
+                    mine = tuple(r for r in applicable if ALL_TARGETS in r.targets)
+                    if not mine:
+                        continue
+                entries[i] = _guard(support, mine, name)
+            guarded.append(name)
+    return tuple(guarded)
+
+
+def uninstall() -> int:
+    """Put back the identical original ConverterSupport objects; returns how many were restored."""
+    restored = 0
+    for table in registry_dicts():
+        for entries in table.values():
+            if not isinstance(entries, list):
+                continue
+            for i, support in enumerate(entries):
+                if _is_guarded(support):
+                    entries[i] = getattr(support.capability_validator, _ORIGINAL)
+                    restored += 1
+    return restored
+
+
+def is_installed() -> bool:
+    """Whether any guard sits in the live registry (read from the registry, never a stale flag)."""
+    import sys
+
+    if "torch_tensorrt.dynamo.conversion._ConverterRegistry" not in sys.modules:
+        return False
+    return any(_is_guarded(s) for t in registry_dicts() for e in t.values() if isinstance(e, list) for s in e)
+
+
+def upstream_guarded_targets() -> Tuple[str, ...]:
+    """Targets whose stock validator already consults Torch-TensorRT's own Turing predicate."""
+    out = []
+    for table in registry_dicts():
+        for target, entries in table.items():
+            for support in entries if isinstance(entries, list) else ():
+                stock = getattr(support.capability_validator, _ORIGINAL, support).capability_validator
+                if _references_upstream_guard(stock):
+                    out.append(target_name_of(target))
+                    break
+    return tuple(out)
+
+
+@contextmanager
+def installed(rules: Tuple[Rule, ...] = RULES) -> Iterator[Tuple[str, ...]]:
+    """Guards installed for the block; left as found afterwards."""
+    was = is_installed()
+    names = install(rules)
+    try:
+        yield names
+    finally:
+        if not was:
+            uninstall()
+
+
+def parse_target_name(target: Any, name: str = "target") -> str:
+    """``aten.linear.default`` (or an OpOverload) -> its name; anything else is a ValueError naming it."""
+    text = target_name_of(target).strip() if target is not None else ""
+    if not _TARGET_NAME.match(text):
+        raise ValueError(
+            f"{name}: {target!r} is not an operator name; expected e.g. aten.linear.default "
+            f"(rules name: {', '.join(explicit_targets())})"
+        )
+    return text
+
+
+class neutralize:
+    """Switch the guard for one target off inside the block (attribution experiments)."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = parse_target_name(target, "neutralize")
+
+    def __enter__(self) -> str:
+        _neutralized[self.target] += 1
+        return self.target
+
+    def __exit__(self, *exc: object) -> None:
+        _neutralized[self.target] -= 1
+        if _neutralized[self.target] <= 0:
+            del _neutralized[self.target]
+
+
+def neutralized() -> Tuple[str, ...]:
+    return tuple(sorted(_neutralized))
+
+
+def fired() -> Dict[Tuple[str, str], int]:
+    """(rule name, target) -> how many nodes that guard kept off TensorRT."""
+    return dict(_fired)
+
+
+def state_snapshot() -> Tuple[Any, ...]:
+    """The guards' own process state (the registry is held separately), for test isolation."""
+    return (dict(_neutralized),)
+
+
+def restore_state(snapshot: Tuple[Any, ...]) -> None:
+    _neutralized.clear()
+    _neutralized.update(snapshot[0])
+
+

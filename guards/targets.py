@@ -1,0 +1,355 @@
+"""What a build targets, and the one predicate every guard, fixture and marker asks.
+
+The decision is a function of the *declared* targets (settings, a process-wide declaration, the
+``TRTCAP_TARGET_SM`` variable); the host GPU is only a fallback. Nothing here imports torch at module
+import: the host device is probed lazily, once, and only when nothing was declared.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import warnings
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional, Sequence, Tuple, Union
+
+Capability = Tuple[int, int]
+
+ENV_TARGETS = "TRTCAP_TARGET_SM"
+ENV_BACKEND = "TRTCAP_BACKEND"
+
+TURING: Capability = (7, 5)
+#: Compute capabilities TensorRT-RTX builds engines for (``tensorrt_rtx.ComputeCapability``).
+RTX_SUPPORTED: Tuple[Capability, ...] = ((7, 5), (8, 0), (8, 6), (8, 9), (12, 0), (12, 1))
+BACKENDS = ("auto", "rtx", "standard")
+
+_DOTTED = re.compile(r"^(\d{1,2})\.(\d)$")
+_COMPACT = re.compile(r"^(?:sm_?)?(\d{1,2})(\d)$", re.IGNORECASE)
+
+
+class UnsupportedTargetWarning(UserWarning):
+    """A declared capability that TensorRT-RTX does not build engines for."""
+
+
+def format_capability(cap: Capability) -> str:
+    return f"{cap[0]}.{cap[1]}"
+
+
+def format_targets(targets: Sequence[Capability]) -> str:
+    return ",".join(format_capability(c) for c in targets) or "none"
+
+
+def _parse_one(item: str, name: str, text: str) -> Capability:
+    m = _DOTTED.match(item)
+    if m is None and not item.count("."):
+        m = _COMPACT.match(item)
+    if m is None:
+        raise ValueError(
+            f"{name}: invalid compute capability {item!r} in {text!r}; "
+            "expected forms like 7.5, 75, sm_75 or SM75, comma-separated"
+        )
+    return (int(m.group(1)), int(m.group(2)))
+
+
+_warned: set = set()
+
+
+def parse_targets(text: str, name: str = ENV_TARGETS) -> Tuple[Capability, ...]:
+    """Parse ``7.5``, ``75``, ``sm_75``, ``SM75`` or a comma list; errors name ``name`` and the value."""
+    if not isinstance(text, str):
+        raise ValueError(f"{name}: expected a string of compute capabilities, got {text!r}")
+    items = [part.strip() for part in text.split(",")]
+    if any(not item for item in items):
+        raise ValueError(f"{name}: empty compute capability in {text!r}")
+    caps: list = []
+    for item in items:
+        cap = _parse_one(item, name, text)
+        if cap not in caps:
+            caps.append(cap)
+    unsupported = [c for c in caps if c not in RTX_SUPPORTED]
+    if unsupported and (name, tuple(unsupported)) not in _warned:
+        _warned.add((name, tuple(unsupported)))
+        warnings.warn(
+            f"{name}: TensorRT-RTX does not build for {format_targets(unsupported)}; "
+            f"it supports {format_targets(RTX_SUPPORTED)}",
+            UnsupportedTargetWarning,
+            stacklevel=3,
+        )
+    return tuple(caps)
+
+
+def _coerce_targets(targets: Any, name: str) -> Tuple[Capability, ...]:
+    if isinstance(targets, str):
+        return parse_targets(targets, name)
+    caps = []
+    for t in targets:
+        if isinstance(t, str):
+            caps.extend(parse_targets(t, name))
+        elif (
+            isinstance(t, (tuple, list))
+            and len(t) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in t)
+        ):
+            caps.append((int(t[0]), int(t[1])))
+        else:
+            raise ValueError(f"{name}: invalid compute capability {t!r}")
+    return tuple(dict.fromkeys(caps))
+
+
+def parse_backend(text: str, name: str = ENV_BACKEND) -> str:
+    value = text.strip().lower() if isinstance(text, str) else text
+    if value not in BACKENDS:
+        raise ValueError(f"{name}: invalid backend {text!r}; choose one of {', '.join(BACKENDS)}")
+    return value
+
+
+# --- process-wide declarations ---------------------------------------------------------------
+
+
+@dataclass
+class _Declared:
+    targets: Optional[Tuple[Capability, ...]] = None
+    targets_origin: str = "declared"
+    backend: Optional[str] = None
+    backend_origin: str = "declared"
+    version: int = 0
+
+
+_declared = _Declared()
+
+
+class Declaration:
+    """Undo handle returned by :func:`declare_targets` / :func:`declare_backend`; also a context manager."""
+
+    def __init__(self, previous: Tuple[Any, ...], fields: Tuple[str, ...]) -> None:
+        self._previous = previous
+        self._fields = fields
+        self._undone = False
+
+    def undo(self) -> None:
+        if self._undone:
+            return
+        self._undone = True
+        for field, value in zip(self._fields, self._previous):
+            setattr(_declared, field, value)
+        _declared.version += 1
+
+    def __enter__(self) -> "Declaration":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.undo()
+
+
+def declare_targets(
+    targets: Union[str, Iterable[Any], None], *, origin: str = "declared"
+) -> Declaration:
+    """Declare the capabilities this process builds for (outranks ``TRTCAP_TARGET_SM``).
+
+    ``None`` clears the declaration. ``origin`` is what reports print as the value's source.
+    """
+    previous = (_declared.targets, _declared.targets_origin)
+    caps = None if targets is None else _coerce_targets(targets, origin)
+    _declared.targets, _declared.targets_origin = caps, origin
+    _declared.version += 1
+    return Declaration(previous, ("targets", "targets_origin"))
+
+
+def clear_declared_targets() -> None:
+    declare_targets(None)
+
+
+def declare_backend(backend: Optional[str], *, origin: str = "declared") -> Declaration:
+    """Declare the backend (``rtx``, ``standard`` or ``auto``), outranking ``TRTCAP_BACKEND``."""
+    previous = (_declared.backend, _declared.backend_origin)
+    value = None if backend is None else parse_backend(backend, origin)
+    _declared.backend, _declared.backend_origin = value, origin
+    _declared.version += 1
+    return Declaration(previous, ("backend", "backend_origin"))
+
+
+# --- backend and host detection -----------------------------------------------------------------
+
+_installed_backend: Optional[str] = None
+_host: Optional[Tuple[Capability, ...]] = None
+
+
+def installed_backend() -> str:
+    """``rtx``/``standard`` from the imported module or installed distributions, else ``absent``."""
+    global _installed_backend
+    tt = sys.modules.get("torch_tensorrt")
+    features = getattr(tt, "ENABLED_FEATURES", None)
+    if features is not None:
+        return "rtx" if getattr(features, "tensorrt_rtx", False) else "standard"
+    if _installed_backend is None:
+        from importlib import metadata
+
+        found = "absent"
+        for dist, backend in (("torch-tensorrt-rtx", "rtx"), ("torch-tensorrt", "standard")):
+            try:
+                metadata.distribution(dist)
+            except metadata.PackageNotFoundError:
+                continue
+            found = backend
+            break
+        _installed_backend = found
+    return _installed_backend
+
+
+def torch_tensorrt_version() -> Optional[str]:
+    """Version of the installed Torch-TensorRT, without importing it."""
+    tt = sys.modules.get("torch_tensorrt")
+    if getattr(tt, "__version__", None):
+        return str(tt.__version__)
+    from importlib import metadata
+
+    for dist in ("torch-tensorrt-rtx", "torch-tensorrt"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def host_capabilities(probe: bool = True) -> Optional[Tuple[Capability, ...]]:
+    """Capability of the host's CUDA device(s); probed once. ``None`` when not probed yet and ``probe`` is False."""
+    global _host
+    if _host is None:
+        if not probe:
+            return None
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                caps = []
+                for index in range(torch.cuda.device_count()):
+                    cap = tuple(torch.cuda.get_device_capability(index))
+                    if cap not in caps:
+                        caps.append(cap)
+                _host = tuple(caps)
+            else:
+                _host = ()
+        except Exception:  # no torch, or a broken CUDA runtime: no host device to fall back to
+            _host = ()
+    return _host
+
+
+# --- the decision ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CapabilityDecision:
+    """The predicate's answer with its provenance; skip reasons and report headers print it."""
+
+    targets: Tuple[Capability, ...]
+    source: str  # "settings" | "declared" | "TRTCAP_TARGET_SM" | "host device" | "none"
+    origin: str  # what a human reads as the source, e.g. "--trt-target-sm"
+    backend: str  # "rtx" | "standard" | "absent"
+    backend_origin: str
+    targets_turing: bool
+    reason: str
+
+    @property
+    def targets_text(self) -> str:
+        return format_targets(self.targets)
+
+    def targets_capability(self, cap: Capability) -> bool:
+        """Whether a TensorRT-RTX build (or an undetermined backend) targets ``cap``."""
+        return self.backend != "standard" and cap in self.targets
+
+    def describe(self) -> str:
+        """``targets 7.5 from --trt-target-sm``: the provenance in skip reasons."""
+        if self.source == "none":
+            return "no targets declared and no CUDA device"
+        return f"targets {self.targets_text} from {self.origin}"
+
+
+def _settings_targets(settings: Any) -> Optional[Tuple[Capability, ...]]:
+    caps = getattr(settings, "target_compute_capabilities", None) if settings is not None else None
+    if not caps:
+        return None
+    try:
+        return _coerce_targets(caps, "settings.target_compute_capabilities")
+    except (TypeError, ValueError):
+        return None
+
+
+def _resolve_backend() -> Tuple[str, str]:
+    if _declared.backend is not None:
+        value, origin = _declared.backend, _declared.backend_origin
+    else:
+        raw = os.environ.get(ENV_BACKEND)
+        value, origin = (parse_backend(raw), ENV_BACKEND) if raw else ("auto", "auto")
+    if value == "auto":
+        return installed_backend(), ("detected" if origin == "auto" else f"detected ({origin}=auto)")
+    return value, origin
+
+
+def _upstream_predicate() -> Any:
+    utils = sys.modules.get("torch_tensorrt._utils")
+    return getattr(utils, "trt_rtx_targets_turing", None)
+
+
+_cache: dict = {}
+
+
+def capability_decision(settings: Any = None, *, probe_host: bool = True) -> CapabilityDecision:
+    """Resolve targets (settings > declared > ``TRTCAP_TARGET_SM`` > host device > none) and decide.
+
+    Cached on everything it reads, so validators can ask for every node cheaply.
+    """
+    settings_caps = _settings_targets(settings)
+    env_targets = os.environ.get(ENV_TARGETS)
+    key = (settings_caps, _declared.version, env_targets, os.environ.get(ENV_BACKEND), _host, probe_host)
+    hit = _cache.get(key)
+    if hit is not None and (hit.backend != "absent" or "torch_tensorrt" not in sys.modules):
+        return hit
+    if settings_caps is not None:
+        targets, source, origin = settings_caps, "settings", "settings.target_compute_capabilities"
+    elif _declared.targets is not None:
+        targets, source, origin = _declared.targets, "declared", _declared.targets_origin
+    elif env_targets is not None:
+        targets, source, origin = parse_targets(env_targets, ENV_TARGETS), ENV_TARGETS, ENV_TARGETS
+    else:
+        host = host_capabilities(probe=probe_host)
+        if host:
+            targets, source, origin = host, "host device", "host device"
+        elif host is None:
+            targets, source, origin = (), "none", "host device (not probed yet)"
+        else:
+            targets, source, origin = (), "none", "none"
+    backend, backend_origin = _resolve_backend()
+    turing = backend != "standard" and TURING in targets
+    upstream = _upstream_predicate() if settings_caps is not None else None
+    if upstream is not None and backend == "rtx":
+        turing = bool(upstream(settings))
+    where = f"targets {format_targets(targets)} from {origin}" if targets else f"no targets ({origin})"
+    if turing:
+        reason = f"TensorRT-RTX targets SM 7.5 ({where})"
+    elif backend == "standard":
+        reason = f"backend is standard TensorRT ({backend_origin}); Turing limits of TensorRT-RTX do not apply ({where})"
+    else:
+        reason = f"SM 7.5 is not among the targets ({where})"
+    decision = CapabilityDecision(targets, source, origin, backend, backend_origin, turing, reason)
+    if len(_cache) > 256:
+        _cache.clear()
+    _cache[key] = decision
+    return decision
+
+
+def get_target_compute_capabilities(settings: Any = None) -> Tuple[Capability, ...]:
+    """What is being built for: settings, then the declaration/``TRTCAP_TARGET_SM``, then the host GPU."""
+    return capability_decision(settings).targets
+
+
+def trt_rtx_targets_turing(settings: Any = None) -> bool:
+    """True when the backend is TensorRT-RTX and SM 7.5 is among the targets."""
+    return capability_decision(settings).targets_turing
+
+
+def turing_safe_gemm_dtype(settings: Any = None) -> Any:
+    """``torch.float16`` where FP32 GEMMs cannot be served, else ``torch.float32``."""
+    import torch
+
+    return torch.float16 if trt_rtx_targets_turing(settings) else torch.float32
