@@ -5,9 +5,9 @@
 package imports neither torch nor torch_tensorrt; functions import what they need when called.
 """
 
-from .gpuless import answer_device_queries, import_torch_tensorrt, install_import_hook
+from .gpuless import answer_device_queries, import_torch_tensorrt, install_import_hook, remove_import_hook
 from .gpuless import status as gpu_less_import_status
-from .install import (
+from .registry import (
     fired,
     install,
     installed,
@@ -55,7 +55,7 @@ __all__ = [
     "clear_declared_targets", "convolution_capability_validator", "declare_backend", "declare_targets",
     "explicit_targets", "fired", "format_targets", "gemm_capability_validator", "get_target_compute_capabilities",
     "gpu_less_import_status", "import_torch_tensorrt", "install", "install_import_hook", "installed",
-    "is_installed", "markers", "neutralize", "neutralized", "parse_backend", "parse_target_name",
+    "is_installed", "markers", "remove_import_hook", "neutralize", "neutralized", "parse_backend", "parse_target_name",
     "parse_targets", "rejecting_rule", "rules_for", "torch_tensorrt_version", "trt_rtx_targets_turing",
     "turing_safe_gemm_dtype", "uninstall", "upstream_guarded_targets",
 ]

@@ -79,7 +79,7 @@ def parse_targets(text: str, name: str = ENV_TARGETS) -> Tuple[Capability, ...]:
     return tuple(caps)
 
 
-def _coerce_targets(targets: Any, name: str) -> Tuple[Capability, ...]:
+def coerce_targets(targets: Any, name: str) -> Tuple[Capability, ...]:
     if isinstance(targets, str):
         return parse_targets(targets, name)
     caps = []
@@ -150,7 +150,7 @@ def declare_targets(
     ``None`` clears the declaration. ``origin`` is what reports print as the value's source.
     """
     previous = (_declared.targets, _declared.targets_origin)
-    caps = None if targets is None else _coerce_targets(targets, origin)
+    caps = None if targets is None else coerce_targets(targets, origin)
     _declared.targets, _declared.targets_origin = caps, origin
     _declared.version += 1
     return Declaration(previous, ("targets", "targets_origin"))
@@ -270,7 +270,7 @@ def _settings_targets(settings: Any) -> Optional[Tuple[Capability, ...]]:
     if not caps:
         return None
     try:
-        return _coerce_targets(caps, "settings.target_compute_capabilities")
+        return coerce_targets(caps, "settings.target_compute_capabilities")
     except (TypeError, ValueError):
         return None
 

@@ -1,1 +1,22 @@
-"""pytest-trtcap: capability-aware fixtures, markers and leak-proof isolation for Torch-TensorRT suites."""
+"""pytest-trtcap: capability-aware fixtures, markers and leak-proof isolation for Torch-TensorRT suites.
+
+Importing this package imports neither torch nor torch_tensorrt.
+"""
+
+from .partitions import (
+    PartitionCounts,
+    assert_partition_counts,
+    count_partitions,
+    describe_partitions,
+    expected_partition_counts,
+)
+from .unittest_support import TrtCapabilityMixin
+
+__all__ = [
+    "PartitionCounts",
+    "TrtCapabilityMixin",
+    "assert_partition_counts",
+    "count_partitions",
+    "describe_partitions",
+    "expected_partition_counts",
+]

@@ -1,6 +1,342 @@
-"""Placeholder while the plugin is written."""
+"""pytest-trtcap: the pytest plugin (entry point ``trtcap``; disable with ``-p no:trtcap``).
+
+Loads in every pytest run of an environment, so it imports neither torch, torch_tensorrt nor tensorrt:
+fixtures import torch when a test asks for them, and torch_tensorrt is only ever imported by the suite.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections import Counter
+from contextlib import ExitStack
+from typing import Any, Callable, Dict, Generator, List, Optional
+
+import pytest
+
+import guards
+
+from . import hooks, isolation, markers, partitions, settings as settings_mod
+
+_STATE = pytest.StashKey["TrtcapState"]()
+_HELD = pytest.StashKey[bool]()
+_LEAK_PROPERTY = "trtcap_leak"
+_SKIP_PROPERTY = "trtcap_skip"
 
 
-def pytest_addoption(parser):
-    parser.addoption("--trt-target-sm", default=None)
-    parser.addini("trtcap_guards", "guards on/off", default="on")
+class TrtcapLeakWarning(UserWarning):
+    """A test left Torch-TensorRT's global state (registry, ATOMIC_SUBGRAPHS, ...) changed."""
+
+
+class TrtcapLeakError(AssertionError):
+    """Raised in teardown under ``--trtcap-strict`` for a test that leaked global state."""
+
+
+class TrtcapState:
+    """Everything the plugin holds for one session."""
+
+    def __init__(self, config: pytest.Config, resolved: settings_mod.Settings) -> None:
+        self.config = config
+        self.settings = resolved
+        self.exit = ExitStack()
+        self.isolation: Optional[isolation.Isolation] = None
+        self.guards_installed_by_us = False
+        self.installed_targets: tuple = ()
+        self.worker_status: List[Dict[str, Any]] = []
+
+    def get_isolation(self) -> isolation.Isolation:
+        if self.isolation is None:
+            specs = isolation.builtin_specs()
+            for result in self.config.hook.pytest_trtcap_isolated_state(config=self.config):
+                for entry in result or ():
+                    try:
+                        label, snapshot, restore = entry
+                    except (TypeError, ValueError):
+                        raise pytest.UsageError(
+                            f"trtcap: pytest_trtcap_isolated_state must return (label, snapshot, restore) "
+                            f"entries, got {entry!r}"
+                        ) from None
+                    specs.append(isolation.user_spec(label, snapshot, restore))
+            self.isolation = isolation.Isolation(specs)
+        return self.isolation
+
+    def install_guards(self, module: Any = None) -> None:
+        if not self.settings.guards.value:
+            return
+        was = guards.is_installed()
+        self.installed_targets = guards.install()
+        self.guards_installed_by_us = self.guards_installed_by_us or not was
+
+
+# --- registration -----------------------------------------------------------------------------------
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hooks)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    settings_mod.add_options(parser)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_trtcap_target_capabilities(config: pytest.Config) -> Optional[Any]:
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in markers.marker_lines():
+        config.addinivalue_line("markers", line)
+    resolved = settings_mod.resolve(config)
+    state = TrtcapState(config, resolved)
+    config.stash[_STATE] = state
+    config.pluginmanager.register(SessionPlugin(state), "trtcap-session")
+    target = resolved.target_sm
+    if target.value is not None and target.source != guards.ENV_TARGETS:
+        state.exit.callback(guards.declare_targets(target.value, origin=target.source).undo)
+    if resolved.backend.source not in ("default", guards.ENV_BACKEND):
+        state.exit.callback(guards.declare_backend(resolved.backend.value, origin=resolved.backend.source).undo)
+    for name in resolved.neutralize.value:
+        state.exit.enter_context(guards.neutralize(name))
+    if "torch_tensorrt" in sys.modules:
+        state.install_guards()
+    else:
+        answer = resolved.gpu_less_import.value == "auto"
+        if guards.install_import_hook(answer=answer, after=[state.install_guards]):
+            state.exit.callback(guards.remove_import_hook)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is None:
+        return
+    if state.guards_installed_by_us:
+        guards.uninstall()
+    state.exit.close()
+
+
+def _state(config: pytest.Config) -> TrtcapState:
+    return config.stash[_STATE]
+
+
+# --- report header ------------------------------------------------------------------------------------
+
+
+def _upstream_ships_guards() -> Optional[bool]:
+    """Whether the installed Torch-TensorRT has its own Turing predicate (read from source, not imported)."""
+    import importlib.util
+    import os
+
+    module = sys.modules.get("torch_tensorrt._utils")
+    if module is not None:
+        return hasattr(module, "trt_rtx_targets_turing")
+    spec = importlib.util.find_spec("torch_tensorrt") if "torch_tensorrt" not in sys.modules else sys.modules["torch_tensorrt"].__spec__
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], "_utils.py")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return "def trt_rtx_targets_turing" in f.read()
+    except OSError:
+        return None
+
+
+def header_lines(state: TrtcapState) -> List[str]:
+    s = state.settings
+    decision = guards.capability_decision(probe_host=False)
+    if decision.targets:
+        targets = f"targets: {decision.targets_text} (from {decision.origin})"
+    elif s.target_sm.value is None:
+        targets = "targets: not declared (host device decides at first use)"
+    else:
+        targets = "targets: none"
+    version = guards.torch_tensorrt_version()
+    decided = "yes" if decision.targets_turing else ("no" if decision.targets or s.target_sm.value is not None else "pending host device")
+    lines = [
+        f"trtcap: {targets}; backend: {decision.backend} (from {decision.backend_origin}); "
+        f"targets Turing on TensorRT-RTX: {decided}",
+    ]
+    if version is None:
+        lines.append("trtcap: torch-tensorrt: not installed (isolation inert; markers decide from declared targets)")
+    else:
+        ships = _upstream_ships_guards()
+        own = {True: "ships its own Turing guards", False: "no upstream Turing guards", None: "upstream guards unknown"}[ships]
+        lines.append(f"trtcap: torch-tensorrt {version} ({own})")
+    if not s.guards.value:
+        guard_text = f"off (from {s.guards.source})"
+    elif guards.is_installed():
+        guard_text = f"installed ({len(state.installed_targets) or 'all'} targets)"
+    else:
+        guard_text = "on (installed when torch_tensorrt is imported)"
+    neutral = ", ".join(guards.neutralized()) or "none"
+    lines.append(f"trtcap: guards: {guard_text}; neutralized: {neutral}")
+    gpu = guards.gpu_less_import_status()
+    if s.gpu_less_import.value == "off":
+        gpu_text = f"off (from {s.gpu_less_import.source})"
+    elif gpu.applied:
+        gpu_text = gpu.describe()
+    elif "torch_tensorrt" in sys.modules:
+        gpu_text = gpu.detail
+    else:
+        gpu_text = "auto (answers device queries only if torch_tensorrt is imported without a CUDA device)"
+    strict = "strict" if s.strict.value else "warn"
+    lines.append(f"trtcap: gpu-less import: {gpu_text}; isolation: {strict}")
+    return lines
+
+
+# --- collection: marker validation ---------------------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, Any]:
+    report = yield
+    if report.outcome == "passed" and report.result:
+        problems = [p for item in report.result if isinstance(item, pytest.Item) for p in markers.bad_marker_usage(item)]
+        if problems:
+            report.outcome = "failed"
+            report.longrepr = "trtcap: " + "\n".join(problems)
+            report.result = []
+    return report
+
+
+# --- per test: capability skips and isolation -------------------------------------------------------------
+
+
+def _isolated(item: pytest.Item) -> bool:
+    return item.get_closest_marker(markers.NO_ISOLATION) is None
+
+
+class SessionPlugin:
+    """Per-config hooks; registered in ``pytest_configure`` so nested (pytester) sessions keep their own state."""
+
+    def __init__(self, state: TrtcapState) -> None:
+        self.state = state
+        self.leaks: Dict[str, str] = {}  # filled from reports, so they are right under xdist too
+        self.skips: Dict[str, str] = {}
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Capability markers skip before any fixture is set up."""
+        for name in markers.capability_markers():
+            if item.get_closest_marker(name) is not None:
+                reason = markers.skip_reason(name, guards.capability_decision())
+                if reason is not None:
+                    item.user_properties.append((_SKIP_PROPERTY, name))
+                    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        """Hold once every fixture is set up, so fixture-scoped changes are never taken for leaks."""
+        if _isolated(item):
+            self.state.get_isolation().hold()
+            item.stash[_HELD] = True
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_teardown(self, item: pytest.Item, nextitem: Optional[pytest.Item]) -> Generator[None, Any, Any]:
+        changes: List[str] = []
+        if item.stash.get(_HELD, False):
+            item.stash[_HELD] = False
+            changes = self.state.get_isolation().release()
+        if changes:
+            what = "; ".join(changes)
+            item.user_properties.append((_LEAK_PROPERTY, what))
+            warnings.warn(TrtcapLeakWarning(f"{item.nodeid} leaked global state: {what}"))
+        result = yield
+        if changes and self.state.settings.strict.value:
+            raise TrtcapLeakError(f"trtcap: {item.nodeid} leaked global state (--trtcap-strict): {'; '.join(changes)}")
+        return result
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for key, value in report.user_properties:
+            if key == _LEAK_PROPERTY and report.when == "teardown":
+                self.leaks.setdefault(report.nodeid, value)
+            elif key == _SKIP_PROPERTY and report.when == "setup" and report.skipped:
+                self.skips[report.nodeid] = value
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.state.isolation is not None:
+            # An interrupted test never reached its teardown: put the state back all the same.
+            self.state.isolation.release()
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            gpu = guards.gpu_less_import_status()
+            workeroutput["trtcap"] = {
+                "gpu_less": gpu.describe() if gpu.applied else "",
+                "fired": sorted(f"{rule} on {target} x{n}" for (rule, target), n in guards.fired().items()),
+            }
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        out = getattr(node, "workeroutput", {}).get("trtcap")
+        if out:
+            self.state.worker_status.append(out)
+
+    def pytest_report_header(self, config: pytest.Config) -> List[str]:
+        return header_lines(self.state)
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if getattr(config, "workerinput", None) is None:
+            lines = self.summary_lines()
+            if lines:
+                terminalreporter.write_sep("-", "trtcap")
+                for line in lines:
+                    terminalreporter.write_line(line)
+
+    def summary_lines(self) -> List[str]:
+        lines: List[str] = []
+        if self.skips:
+            by_marker = Counter(self.skips.values())
+            detail = ", ".join(f"{m}: {n}" for m, n in sorted(by_marker.items()))
+            lines.append(f"capability skips: {len(self.skips)} ({detail})")
+        if self.leaks:
+            lines.append(f"leaks: {len(self.leaks)} test(s) left global state changed (restored)")
+            lines.extend(f"  {nodeid} -> {what}" for nodeid, what in self.leaks.items())
+        neutral = guards.neutralized()
+        if neutral:
+            lines.append(f"neutralized guards: {', '.join(neutral)}")
+        fired = sorted(f"{rule} on {target} x{n}" for (rule, target), n in guards.fired().items())
+        fired = fired or sorted({f for w in self.state.worker_status for f in w.get("fired", ())})
+        if fired:
+            lines.append("guards fired: " + ", ".join(fired))
+        gpu = guards.gpu_less_import_status()
+        applied = [gpu.describe()] if gpu.applied else sorted({w["gpu_less"] for w in self.state.worker_status if w.get("gpu_less")})
+        if applied:
+            lines.append(f"gpu-less import: {', '.join(applied)}")
+        return lines
+
+
+# --- fixtures -------------------------------------------------------------------------------------------
+
+
+def _need_torch(fixture: str) -> Any:
+    try:
+        import torch
+    except ImportError:
+        pytest.skip(f"{markers.SKIP_PREFIX}{fixture} needs torch, which is not installed")
+    return torch
+
+
+@pytest.fixture
+def trt_capability() -> guards.CapabilityDecision:
+    """The predicate's decision with its provenance (targets, source, backend, reason)."""
+    return guards.capability_decision()
+
+
+@pytest.fixture
+def trt_targets_turing(trt_capability: guards.CapabilityDecision) -> bool:
+    """True when the session's build targets Turing (SM 7.5) on TensorRT-RTX."""
+    return trt_capability.targets_turing
+
+
+@pytest.fixture
+def turing_safe_gemm_dtype() -> Any:
+    """``torch.float16`` where FP32 GEMMs cannot be served on the targets, else ``torch.float32``."""
+    _need_torch("turing_safe_gemm_dtype")
+    return guards.turing_safe_gemm_dtype()
+
+
+@pytest.fixture
+def expected_partition_counts() -> Callable[..., partitions.PartitionCounts]:
+    """Factory: ``expected_partition_counts(default=(acc, gpu), turing=(acc, gpu))`` chosen by the predicate."""
+    return partitions.expected_partition_counts

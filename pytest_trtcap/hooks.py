@@ -1,0 +1,34 @@
+"""Hook specifications of pytest-trtcap, registered from ``pytest_addhooks``.
+
+Implement them in a ``conftest.py`` or a plugin of your own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Optional, Tuple
+
+import pytest
+
+hookspec = pytest.hookspec
+
+
+@hookspec(firstresult=True)
+def pytest_trtcap_target_capabilities(config: pytest.Config) -> Optional[Any]:
+    """Supply the session's target compute capabilities, e.g. from a CI matrix.
+
+    Return ``"7.5,8.9"``, ``[(7, 5), (8, 9)]`` or ``None`` to pass. Consulted only when neither
+    ``--trt-target-sm``, ``TRTCAP_TARGET_SM`` nor the ini key ``trt_target_sm`` gives a value.
+    The first non-None result wins; the plugin's own implementation runs last and returns None.
+    """
+
+
+@hookspec
+def pytest_trtcap_isolated_state(
+    config: pytest.Config,
+) -> Optional[Iterable[Tuple[str, Callable[[], Any], Callable[[Any], None]]]]:
+    """Add global state to hold before each test and restore after it.
+
+    Return ``(label, snapshot, restore)`` entries: ``snapshot()`` returns a value compared with ``!=``
+    against a later snapshot; ``restore(value)`` puts it back in place. A difference left by a test is
+    reported as a leak under ``label``, like the built-in registry and ``ATOMIC_SUBGRAPHS`` entries.
+    """

@@ -1,0 +1,54 @@
+"""Capability markers, generated from the guards' rules table, and the skip decision they share."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import guards
+from guards.rules import Rule
+from guards.targets import format_capability
+
+SKIP_PREFIX = "trtcap: "
+NO_ISOLATION = "trtcap_no_isolation"
+
+
+def capability_markers() -> Dict[str, Tuple[Rule, ...]]:
+    """Marker name -> rules, in table order (``trt_fp32_gemm``, ``trt_cdist_matmul``, ...)."""
+    return guards.markers()
+
+
+def marker_lines() -> List[str]:
+    """ini ``markers`` lines: name, signature and help, generated from the table."""
+    lines = []
+    for name, rules in capability_markers().items():
+        caps = ", ".join(sorted({f"SM {format_capability(r.capability)}" for r in rules}))
+        what = rules[0].cannot_serve
+        ops = sorted({t for r in rules for t in r.targets})
+        lines.append(
+            f"{name}: skip when TensorRT-RTX cannot serve {what} on the declared targets ({caps}; "
+            f"ops: {', '.join(ops)}). Takes no arguments."
+        )
+    lines.append(f"{NO_ISOLATION}: do not hold and restore Torch-TensorRT's global registries around this test.")
+    return lines
+
+
+def skip_reason(marker: str, decision: Any) -> Optional[str]:
+    """The skip reason if ``marker`` forbids this test under ``decision``, else None."""
+    for rule in capability_markers().get(marker, ()):
+        if decision.targets_capability(rule.capability):
+            return (
+                f"{SKIP_PREFIX}TensorRT-RTX cannot serve {rule.cannot_serve} on SM "
+                f"{format_capability(rule.capability)} ({decision.describe()})"
+            )
+    return None
+
+
+def bad_marker_usage(item: Any) -> List[str]:
+    """Problems with the capability markers on ``item`` (they take no arguments)."""
+    problems = []
+    for name in (*capability_markers(), NO_ISOLATION):
+        for mark in item.iter_markers(name):
+            if mark.args or mark.kwargs:
+                given = ", ".join([repr(a) for a in mark.args] + [f"{k}={v!r}" for k, v in mark.kwargs.items()])
+                problems.append(f"{item.nodeid}: @pytest.mark.{name} takes no arguments, got ({given})")
+    return problems

@@ -1,0 +1,172 @@
+"""Resolve each setting as command line > environment variable > ini file > default, keeping its source.
+
+The source is printed in the report header, and a bad value is a usage error that names where it came from.
+Nothing here imports torch or torch_tensorrt.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Tuple
+
+import pytest
+
+import guards
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One resolved value and where it came from (``--trt-target-sm``, ``TRTCAP_TARGET_SM``, ``ini trt_target_sm``...)."""
+
+    value: Any
+    source: str
+
+    def __str__(self) -> str:
+        return f"{self.value} (from {self.source})"
+
+
+@dataclass(frozen=True)
+class Spec:
+    dest: str  # attribute on Settings
+    option: str  # command-line flag
+    env: str
+    ini: str
+    help: str
+    parse: Callable[[str, str], Any]  # (raw, source name) -> value, ValueError on bad input
+    default: Any = None
+    kind: str = "value"  # "value", "flag" or "append"
+    metavar: Optional[str] = None
+
+
+def _choice(*choices: str) -> Callable[[str, str], str]:
+    def parse(raw: str, name: str) -> str:
+        value = raw.strip().lower()
+        if value not in choices:
+            raise ValueError(f"{name}: invalid value {raw!r}; choose one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+def parse_bool(raw: Any, name: str) -> bool:
+    """Strict booleans: a string "0" is false, "banana" is an error."""
+    if isinstance(raw, bool):
+        return raw
+    value = str(raw).strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"{name}: invalid boolean {raw!r}; use one of {', '.join(_TRUE + _FALSE)}")
+
+
+def _targets(raw: str, name: str) -> Tuple[Tuple[int, int], ...]:
+    return guards.parse_targets(raw, name)
+
+
+def _target_names(raw: Any, name: str) -> Tuple[str, ...]:
+    items = raw if isinstance(raw, (list, tuple)) else str(raw).replace("\n", ",").split(",")
+    out = []
+    for item in items:
+        for part in str(item).split(","):
+            if part.strip():
+                out.append(guards.parse_target_name(part.strip(), name))
+    return tuple(dict.fromkeys(out))
+
+
+SPECS: Tuple[Spec, ...] = (
+    Spec("target_sm", "--trt-target-sm", guards.ENV_TARGETS, "trt_target_sm",
+         "compute capabilities the build targets, e.g. 7.5 or 7.5,8.9 (simulates them on any host)",
+         _targets, metavar="LIST"),
+    Spec("backend", "--trt-backend", guards.ENV_BACKEND, "trt_backend",
+         "TensorRT backend to assume: auto (detect), rtx or standard", _choice(*guards.targets.BACKENDS),
+         default="auto", metavar="{auto,rtx,standard}"),
+    Spec("guards", "--trtcap-guards", "TRTCAP_GUARDS", "trtcap_guards",
+         "install the capability guards when torch_tensorrt is imported (on/off)",
+         lambda raw, name: parse_bool(raw, name), default=True, metavar="{on,off}"),
+    Spec("neutralize", "--trtcap-neutralize", "TRTCAP_NEUTRALIZE", "trtcap_neutralize",
+         "switch one target's guard off, e.g. aten.linear.default (repeatable)", _target_names,
+         default=(), kind="append", metavar="TARGET"),
+    Spec("strict", "--trtcap-strict", "TRTCAP_STRICT", "trtcap_strict",
+         "a test that leaks global state errors in teardown instead of warning",
+         lambda raw, name: parse_bool(raw, name), default=False, kind="flag"),
+    Spec("gpu_less_import", "--trtcap-gpu-less-import", "TRTCAP_GPU_LESS_IMPORT", "trtcap_gpu_less_import",
+         "answer torch_tensorrt's import-time device queries on a host without a CUDA device (auto/off)",
+         _choice("auto", "off"), default="auto", metavar="{auto,off}"),
+)
+
+
+@dataclass
+class Settings:
+    target_sm: Setting = field(default_factory=lambda: Setting(None, "default"))
+    backend: Setting = field(default_factory=lambda: Setting("auto", "default"))
+    guards: Setting = field(default_factory=lambda: Setting(True, "default"))
+    neutralize: Setting = field(default_factory=lambda: Setting((), "default"))
+    strict: Setting = field(default_factory=lambda: Setting(False, "default"))
+    gpu_less_import: Setting = field(default_factory=lambda: Setting("auto", "default"))
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("trtcap", "capability guards for Torch-TensorRT on TensorRT-RTX")
+    for spec in SPECS:
+        help = f"{spec.help} [env {spec.env}, ini {spec.ini}]"
+        if spec.kind == "flag":
+            group.addoption(spec.option, action="store_true", default=None, dest=f"trtcap_{spec.dest}", help=help)
+        elif spec.kind == "append":
+            group.addoption(spec.option, action="append", default=None, dest=f"trtcap_{spec.dest}",
+                            metavar=spec.metavar, help=help)
+        else:
+            group.addoption(spec.option, default=None, dest=f"trtcap_{spec.dest}", metavar=spec.metavar, help=help)
+        parser.addini(spec.ini, help=spec.help, type="linelist" if spec.kind == "append" else "string",
+                      default=[] if spec.kind == "append" else "")
+
+
+def _resolve(config: pytest.Config, spec: Spec, hook_value: Callable[[], Any]) -> Setting:
+    candidates = []
+    cli = config.getoption(f"trtcap_{spec.dest}")
+    if cli is not None:
+        candidates.append((cli, spec.option))
+    env = os.environ.get(spec.env)
+    if env is not None:
+        candidates.append((env, spec.env))
+    ini = config.getini(spec.ini)
+    if ini not in ("", [], None):
+        candidates.append((ini, f"ini {spec.ini}"))
+    for raw, source in candidates:
+        if spec.kind == "flag" and raw is True:
+            return Setting(True, source)
+        try:
+            return Setting(spec.parse(raw, source), source)
+        except ValueError as exc:
+            message = str(exc)
+            if not message.startswith(source):
+                message = f"{source}: {message}"
+            raise pytest.UsageError(f"trtcap: {message}") from None
+    value = hook_value()
+    if value is not None:
+        return value
+    return Setting(spec.default, "default")
+
+
+def resolve(config: pytest.Config) -> Settings:
+    """All settings; raises ``pytest.UsageError`` naming the option, variable or ini key and the bad value."""
+
+    def target_hook() -> Optional[Setting]:
+        value = config.hook.pytest_trtcap_target_capabilities(config=config)
+        if value is None:
+            return None
+        source = "hook pytest_trtcap_target_capabilities"
+        try:
+            return Setting(guards.targets.coerce_targets(value, source), source)
+        except (ValueError, TypeError) as exc:
+            raise pytest.UsageError(f"trtcap: {exc}") from None
+
+    out = Settings()
+    for spec in SPECS:
+        hook = target_hook if spec.dest == "target_sm" else (lambda: None)
+        setattr(out, spec.dest, _resolve(config, spec, hook))
+    return out

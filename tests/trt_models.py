@@ -1,0 +1,228 @@
+"""Small real models and the real Torch-TensorRT export -> lower -> partition path, for the guards tests.
+
+Everything here runs the installed Torch-TensorRT (no mocks): ``torch.export`` -> Torch-TensorRT's
+decompositions -> ``post_lowering`` -> ``DYNAMO_CONVERTERS.set_compilation_settings`` ->
+``partitioning.fast_partition(gm, min_block_size=1)``. Exports and lowerings are cached (they are the
+slow part); every partition works on a deep copy, because the partitioner edits the graph it is given.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import guards
+
+# --- models ------------------------------------------------------------------------------------
+
+
+class MLP(nn.Module):
+    """[Linear, ReLU, Linear]."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.act = nn.ReLU()
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class LinearInputs(nn.Module):
+    """``relu(linear(x, w, b))`` with the weights as inputs.
+
+    Used for ``torch_tensorrt.dynamo.compile(dryrun=True)`` on a CUDA-less host: a dry run moves every
+    PyTorch-executed submodule to ``settings.device`` (always CUDA), which fails only for submodules that own
+    parameters. With the weights passed in, the guarded linear's submodule owns none.
+    """
+
+    def forward(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.relu(F.linear(x, w, b))
+
+
+class Fn(nn.Module):
+    """Wraps a function of the inputs (one op per model)."""
+
+    def __init__(self, fn: Callable[..., torch.Tensor]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        return self.fn(*args)
+
+
+class Attention(nn.Module):
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v)
+
+
+class Cdist(nn.Module):
+    """``torch.cdist`` through its public front end (which picks the branch while tracing)."""
+
+    def __init__(self, compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> None:
+        super().__init__()
+        self.compute_mode = compute_mode
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.cdist(a, b, p=2.0, compute_mode=self.compute_mode)
+
+
+class CdistForward(nn.Module):
+    """``aten._cdist_forward`` itself, the node Torch-TensorRT's cdist converter receives."""
+
+    def __init__(self, compute_mode: Optional[int]) -> None:
+        super().__init__()
+        self.compute_mode = compute_mode
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.ops.aten._cdist_forward(a, b, 2.0, self.compute_mode)
+
+
+class Conv(nn.Module):
+    def __init__(self, dims: int) -> None:
+        super().__init__()
+        self.conv = (nn.Conv2d if dims == 2 else nn.Conv3d)(2, 3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.conv(x))
+
+
+class Mixed(nn.Module):
+    """Several guarded op families in one graph, for the property-based tests (dynamic shapes welcome)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.conv = nn.Conv3d(1, 1, 1)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, v: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        h = self.fc(x)  # linear
+        mm = torch.mm(h, y)  # mm
+        mv = torch.mv(h, v)  # mv
+        bmm = torch.bmm(h.unsqueeze(0), y.unsqueeze(0))  # bmm
+        att = F.scaled_dot_product_attention(h[None, None], h[None, None], h[None, None])
+        cd = torch.ops.aten._cdist_forward(h, h, 2.0, None)
+        c3 = self.conv(h[None, None, :, :, None])
+        return mm, mv, bmm, att, cd, c3, torch.dot(v, v), torch.addmm(v, h, y)
+
+
+# --- single-op cases ---------------------------------------------------------------------------
+
+#: name -> (function, input shapes). Shapes are small; FP16 versions use the same shapes.
+GEMM_OPS: Dict[str, Tuple[Callable[..., torch.Tensor], Sequence[Tuple[int, ...]]]] = {
+    "bmm": (torch.bmm, [(2, 4, 8), (2, 8, 3)]),
+    "matmul": (torch.matmul, [(4, 8), (8, 3)]),
+    "addmm": (torch.addmm, [(3,), (4, 8), (8, 3)]),
+    "mm": (torch.mm, [(4, 8), (8, 3)]),
+    "mv": (torch.mv, [(4, 8), (8,)]),
+    "dot": (torch.dot, [(8,), (8,)]),
+}
+
+
+def inputs_for(shapes: Sequence[Tuple[int, ...]], dtype: torch.dtype = torch.float32, seed: int = 0) -> Tuple[torch.Tensor, ...]:
+    gen = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(*s, generator=gen).to(dtype) for s in shapes)
+
+
+# --- the Torch-TensorRT path -----------------------------------------------------------------
+
+
+def torch_tensorrt() -> Any:
+    return guards.import_torch_tensorrt()
+
+
+def compilation_settings(**kw: Any) -> Any:
+    torch_tensorrt()
+    from torch_tensorrt.dynamo._settings import CompilationSettings
+
+    kw.setdefault("min_block_size", 1)
+    return CompilationSettings(**kw)
+
+
+def export(model: nn.Module, args: Tuple[Any, ...], dynamic_shapes: Any = None) -> Any:
+    """``torch.export`` plus Torch-TensorRT's decompositions (what ``dynamo.compile`` runs first)."""
+    torch_tensorrt()
+    from torch_tensorrt.dynamo.lowering import get_decompositions
+
+    ep = torch.export.export(model.eval(), tuple(args), dynamic_shapes=dynamic_shapes)
+    return ep.run_decompositions(get_decompositions(False))
+
+
+def lower(model: nn.Module, args: Tuple[Any, ...], dynamic_shapes: Any = None) -> torch.fx.GraphModule:
+    """Export and lower like Torch-TensorRT does; returns the graph the partitioner receives."""
+    from torch_tensorrt.dynamo.lowering import post_lowering
+
+    ep = export(model, args, dynamic_shapes)
+    return post_lowering(ep.module(), compilation_settings())
+
+
+_lowered: Dict[Any, torch.fx.GraphModule] = {}
+
+
+def lowered(key: Any, build: Callable[[], Tuple[nn.Module, Tuple[Any, ...]]]) -> torch.fx.GraphModule:
+    """Cached ``lower``; ``key`` names the model and dtype, ``build`` makes ``(model, args)`` on a miss.
+
+    Callers get a deep copy: partitioning edits the graph.
+    """
+    if key not in _lowered:
+        model, args = build()
+        _lowered[key] = lower(model, args)
+    return copy.deepcopy(_lowered[key])
+
+
+def partition(gm: torch.fx.GraphModule, settings: Any = None) -> torch.fx.GraphModule:
+    """Set the converter registry's settings and fast-partition with ``min_block_size=1``."""
+    torch_tensorrt()
+    from torch_tensorrt.dynamo import partitioning
+    from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_CONVERTERS
+
+    DYNAMO_CONVERTERS.set_compilation_settings(settings if settings is not None else compilation_settings())
+    pm, _ = partitioning.fast_partition(gm, min_block_size=1)
+    return pm
+
+
+def export_and_partition(model: nn.Module, args: Tuple[Any, ...]) -> torch.fx.GraphModule:
+    """The whole recipe, uncached."""
+    return partition(lower(model, args))
+
+
+# --- reading a partitioned module --------------------------------------------------------------
+
+
+def _calls(gm: torch.fx.GraphModule) -> List[str]:
+    return [str(n.target) for n in gm.graph.nodes if n.op == "call_function" and "getitem" not in str(n.target)]
+
+
+def placement(pm: torch.fx.GraphModule) -> Dict[str, List[str]]:
+    """Which call_function targets landed in ``_run_on_acc_*`` (TensorRT) vs ``_run_on_gpu_*`` (PyTorch).
+
+    ``inline`` lists computational nodes left in the parent graph (none with the fast partitioner).
+    """
+    out: Dict[str, List[str]] = {"acc": [], "gpu": [], "inline": _calls(pm)}
+    for name, child in pm.named_children():
+        if not isinstance(child, torch.fx.GraphModule):
+            continue
+        if name.startswith("_run_on_acc"):
+            out["acc"].extend(_calls(child))
+        elif name.startswith("_run_on_gpu"):
+            out["gpu"].extend(_calls(child))
+        else:  # pragma: no cover - a partitioner naming scheme we do not know
+            raise AssertionError(f"unexpected child {name!r} of the partitioned module")
+    return out
+
+
+def children(pm: torch.fx.GraphModule) -> List[str]:
+    return [name for name, _ in pm.named_children()]
+
+
+def nodes_with_target(gm: torch.fx.GraphModule, target_name: str) -> List[torch.fx.Node]:
+    return [n for n in gm.graph.nodes if n.op == "call_function" and str(n.target) == target_name]
+
+
+def call_function_nodes(gm: torch.fx.GraphModule) -> List[torch.fx.Node]:
+    return [n for n in gm.graph.nodes if n.op == "call_function"]
