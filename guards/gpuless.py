@@ -100,8 +100,8 @@ class _Loader(importlib.abc.Loader):
 class _ImportHook(importlib.abc.MetaPathFinder):
     """Arranges the device answers at the moment ``torch_tensorrt`` is first imported, then steps aside."""
 
-    def __init__(self, answer: bool, after: List[Callable[[ModuleType], Any]]) -> None:
-        self.answer, self.after = answer, after
+    def __init__(self, answer: bool, after: List[Callable[[ModuleType], Any]], capability: Optional[Capability]) -> None:
+        self.answer, self.after, self.capability = answer, after, capability
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if fullname != "torch_tensorrt":
@@ -110,13 +110,18 @@ class _ImportHook(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None:
             return None
-        before = answer_device_queries if self.answer else (lambda: None)
+        capability = self.capability
+        before = (lambda: answer_device_queries(capability)) if self.answer else (lambda: None)
         spec.loader = _Loader(spec.loader, before, self.after)
         return spec
 
 
-def install_import_hook(answer: bool = True, after: Optional[List[Callable[[ModuleType], Any]]] = None) -> bool:
-    """Run ``answer_device_queries`` (if ``answer``) and then ``after`` callbacks when torch_tensorrt is imported.
+def install_import_hook(
+    answer: bool = True,
+    after: Optional[List[Callable[[ModuleType], Any]]] = None,
+    capability: Optional[Capability] = None,
+) -> bool:
+    """Run ``answer_device_queries(capability)`` (if ``answer``), then ``after`` callbacks, when torch_tensorrt is imported.
 
     Imports nothing now. Returns False (and does nothing) if torch_tensorrt is already imported.
     """
@@ -125,7 +130,7 @@ def install_import_hook(answer: bool = True, after: Optional[List[Callable[[Modu
     remove_import_hook()
     if not answer:
         _status.detail = "off"
-    sys.meta_path.insert(0, _ImportHook(answer, list(after or ())))
+    sys.meta_path.insert(0, _ImportHook(answer, list(after or ()), capability))
     return True
 
 

@@ -98,12 +98,31 @@ def pytest_configure(config: pytest.Config) -> None:
         state.exit.callback(guards.declare_backend(resolved.backend.value, origin=resolved.backend.source).undo)
     for name in resolved.neutralize.value:
         state.exit.enter_context(guards.neutralize(name))
+    state.exit.callback(guards.remove_import_hook)
     if "torch_tensorrt" in sys.modules:
         state.install_guards()
     else:
-        answer = resolved.gpu_less_import.value == "auto"
-        if guards.install_import_hook(answer=answer, after=[state.install_guards]):
-            state.exit.callback(guards.remove_import_hook)
+        targets = resolved.target_sm.value
+        _arm_import_hook(config, resolved.gpu_less_import.value == "auto", targets[0] if targets else None)
+
+
+def _arm_import_hook(config: pytest.Config, answer: bool, capability: Any) -> None:
+    """When the suite first imports torch_tensorrt: answer its device queries (GPU-less host), then guard."""
+
+    def after_import(module: Any) -> None:
+        state = config.stash.get(_STATE, None)
+        if state is not None:  # imported by a conftest before configure: configure installs the guards
+            state.install_guards()
+
+    guards.install_import_hook(answer=answer, after=[after_import], capability=capability)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Arm the import hook before conftests load: they may ``import torch_tensorrt`` at module level."""
+    mode = settings_mod.resolve_early(early_config, "gpu_less_import")
+    targets = settings_mod.resolve_early(early_config, "target_sm").value
+    _arm_import_hook(early_config, mode.value == "auto", targets[0] if targets else None)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -241,7 +260,11 @@ class SessionPlugin:
         if changes:
             what = "; ".join(changes)
             item.user_properties.append((_LEAK_PROPERTY, what))
-            warnings.warn(TrtcapLeakWarning(f"{item.nodeid} leaked global state: {what}"))
+            path, lineno, _ = item.location
+            warnings.warn_explicit(
+                TrtcapLeakWarning(f"{item.nodeid} leaked global state: {what}"),
+                TrtcapLeakWarning, filename=str(item.config.rootpath / path), lineno=(lineno or 0) + 1,
+            )
         result = yield
         if changes and self.state.settings.strict.value:
             raise TrtcapLeakError(f"trtcap: {item.nodeid} leaked global state (--trtcap-strict): {'; '.join(changes)}")

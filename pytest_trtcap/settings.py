@@ -125,9 +125,12 @@ def add_options(parser: pytest.Parser) -> None:
                       default=[] if spec.kind == "append" else "")
 
 
-def _resolve(config: pytest.Config, spec: Spec, hook_value: Callable[[], Any]) -> Setting:
+def _resolve(config: pytest.Config, spec: Spec, hook_value: Callable[[], Any], early: bool = False) -> Setting:
     candidates = []
-    cli = config.getoption(f"trtcap_{spec.dest}")
+    if early:  # before pytest_configure: only the known arguments are parsed
+        cli = getattr(config.known_args_namespace, f"trtcap_{spec.dest}", None)
+    else:
+        cli = config.getoption(f"trtcap_{spec.dest}")
     if cli is not None:
         candidates.append((cli, spec.option))
     env = os.environ.get(spec.env)
@@ -170,3 +173,9 @@ def resolve(config: pytest.Config) -> Settings:
         hook = target_hook if spec.dest == "target_sm" else (lambda: None)
         setattr(out, spec.dest, _resolve(config, spec, hook))
     return out
+
+
+def resolve_early(config: pytest.Config, dest: str) -> Setting:
+    """One setting while conftests are still loading (``pytest_load_initial_conftests``)."""
+    spec = next(s for s in SPECS if s.dest == dest)
+    return _resolve(config, spec, lambda: None, early=True)

@@ -1,0 +1,136 @@
+"""Shared fixtures for the guards tests: real Torch-TensorRT, declared targets, and leak-proof guard state."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any, Callable, Iterator, List, Optional, Tuple
+
+import pytest
+
+import guards
+import guards.install as guards_install
+import guards.targets as guards_targets
+
+pytest_plugins = ["pytester"]
+
+sys.path.insert(0, os.path.dirname(__file__))  # tests/trt_models.py, importable from every test module
+
+try:  # keep property tests quick on 2 cores; the examples are cheap, the ceiling is the count
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "trtcap",
+        max_examples=150,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    settings.load_profile("trtcap")
+except ImportError:  # pragma: no cover - hypothesis is a test extra
+    pass
+
+
+@pytest.fixture(scope="session")
+def tt() -> Any:
+    """``torch_tensorrt``, imported through guards (answers the two device queries on a CUDA-less host)."""
+    return guards.import_torch_tensorrt()
+
+
+@pytest.fixture(scope="session")
+def converter_registry(tt: Any) -> Any:
+    from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_CONVERTERS
+
+    return DYNAMO_CONVERTERS
+
+
+@pytest.fixture(scope="session")
+def aten_converters(converter_registry: Any) -> dict:
+    """The dict the decorator and the singleton share (target -> list of ConverterSupport)."""
+    from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_ATEN_CONVERTERS
+
+    assert any(r is DYNAMO_ATEN_CONVERTERS for r in converter_registry.registries)
+    return DYNAMO_ATEN_CONVERTERS
+
+
+def registry_snapshot(table: dict) -> dict:
+    """target -> a copy of its candidate list (the ConverterSupport objects themselves, for identity checks)."""
+    return {target: list(entries) for target, entries in table.items()}
+
+
+@pytest.fixture(autouse=True)
+def _guards_isolation(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every test starts and ends with no guards installed, nothing neutralized, the declarations as found.
+
+    The outer environment's TRTCAP_* variables are removed so a developer's shell cannot steer a test.
+    """
+    monkeypatch.delenv(guards.ENV_TARGETS, raising=False)
+    monkeypatch.delenv(guards.ENV_BACKEND, raising=False)
+    declared = guards_targets._declared
+    before = (declared.targets, declared.targets_origin, declared.backend, declared.backend_origin)
+    neutral = guards_install.state_snapshot()
+    was_installed = guards.is_installed()
+    try:
+        yield
+    finally:
+        guards.uninstall()
+        guards_install.restore_state(neutral)
+        guards.declare_backend(None)  # the declared backend is reset whatever the test did
+        (declared.targets, declared.targets_origin, declared.backend, declared.backend_origin) = before
+        declared.version += 1
+        if was_installed:  # pragma: no cover - only if something outside the suite installed them
+            guards.install()
+
+
+class TargetsFactory:
+    """``targets("7.5")`` declares targets (``guards.declare_targets``) until the test ends; nests and undoes."""
+
+    def __init__(self, stack: contextlib.ExitStack) -> None:
+        self._stack = stack
+        self.declared: List[Any] = []
+
+    def __call__(self, spec: Any, origin: str = "test") -> Any:
+        handle = self._stack.enter_context(guards.declare_targets(spec, origin=origin))
+        self.declared.append(spec)
+        return handle
+
+    @property
+    def current(self) -> Tuple[Tuple[int, int], ...]:
+        return guards.capability_decision(probe_host=False).targets
+
+
+@pytest.fixture
+def targets(request: pytest.FixtureRequest) -> Iterator[TargetsFactory]:
+    """Factory for declared targets; ``@pytest.mark.parametrize("targets", ["7.5"], indirect=True)`` declares one up front."""
+    with contextlib.ExitStack() as stack:
+        factory = TargetsFactory(stack)
+        param = getattr(request, "param", None)
+        if param is not None:
+            factory(param)
+        yield factory
+    # ExitStack undid every declaration, innermost first
+
+
+@pytest.fixture
+def guarded(tt: Any) -> Iterator[Tuple[str, ...]]:
+    """Guards installed in the live registry for the test (the isolation fixture uninstalls them after)."""
+    names = guards.install()
+    yield names
+
+
+@pytest.fixture
+def registry_guard(aten_converters: dict) -> Iterator[dict]:
+    """Restores the converter dict in place (same dict and list objects) after a test that edits it."""
+    snapshot = registry_snapshot(aten_converters)
+    lists = {target: entries for target, entries in aten_converters.items()}
+    try:
+        yield aten_converters
+    finally:
+        guards.uninstall()
+        for target in list(aten_converters):
+            if target not in snapshot:
+                del aten_converters[target]
+        for target, entries in snapshot.items():
+            lst = lists[target]
+            lst[:] = entries
+            aten_converters[target] = lst
