@@ -160,6 +160,10 @@ def _upstream_ships_guards() -> Optional[bool]:
         return None
 
 
+def _from(origin: str) -> str:
+    return origin if origin.startswith("detected") else f"from {origin}"
+
+
 def header_lines(state: TrtcapState) -> List[str]:
     s = state.settings
     decision = guards.capability_decision(probe_host=False)
@@ -172,7 +176,7 @@ def header_lines(state: TrtcapState) -> List[str]:
     version = guards.torch_tensorrt_version()
     decided = "yes" if decision.targets_turing else ("no" if decision.targets or s.target_sm.value is not None else "pending host device")
     lines = [
-        f"trtcap: {targets}; backend: {decision.backend} (from {decision.backend_origin}); "
+        f"trtcap: {targets}; backend: {decision.backend} ({_from(decision.backend_origin)}); "
         f"targets Turing on TensorRT-RTX: {decided}",
     ]
     if version is None:

@@ -1,0 +1,25 @@
+"""Fused attention is one node: an FP32 one cannot run on Turing, an FP16 one must stay on TensorRT."""
+
+import torch
+import torch.nn.functional as F
+
+from pytest_trtcap import assert_partition_counts, count_partitions
+
+
+class Attention(torch.nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+
+def qkv(dtype):
+    return tuple(torch.randn(1, 2, 8, 16, dtype=dtype) for _ in range(3))
+
+
+def test_fp32_attention_placement(partition, expected_partition_counts):
+    partitioned = partition(Attention(), *qkv(torch.float32))
+    assert_partition_counts(partitioned, expected_partition_counts(default=(1, 0), turing=(0, 1)))
+
+
+def test_turing_safe_attention_stays_on_tensorrt(partition, turing_safe_gemm_dtype):
+    partitioned = partition(Attention(), *qkv(turing_safe_gemm_dtype))
+    assert count_partitions(partitioned).acc == 1
