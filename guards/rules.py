@@ -262,3 +262,16 @@ def markers() -> Dict[str, Tuple[Rule, ...]]:
     for rule in RULES:
         out[rule.marker] = out.get(rule.marker, ()) + (rule,)
     return out
+
+
+def markdown_table(rules: Sequence[Rule] = RULES) -> str:
+    """The rules as the README shows them (a test keeps the README in step with this table)."""
+    rows = [
+        "| capability | cannot serve | ops | validator | marker | why |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rules:
+        ops = "every op" if ALL_TARGETS in r.targets else ", ".join(f"`{t}`" for t in r.targets)
+        cap = f"SM {r.capability[0]}.{r.capability[1]}"
+        rows.append(f"| {cap} | {r.cannot_serve} | {ops} | `{r.validator}` | `{r.marker}` | {r.why} |")
+    return "\n".join(rows)

@@ -1,0 +1,22 @@
+"""The README's copy of the rules table and its two commands stay in step with the code and CI."""
+
+from pathlib import Path
+
+import guards.rules
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_rules_table_matches_the_table_in_code():
+    start = README.index("<!-- rules-table:start -->") + len("<!-- rules-table:start -->")
+    end = README.index("<!-- rules-table:end -->")
+    assert README[start:end].strip() == guards.rules.markdown_table()
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    blocks = README.split("```bash\n")[1:3]
+    main_job, test_command = (b.split("\n```")[0].strip() for b in blocks)
+    assert "trtcap sweep" in main_job
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert test_command in ci.splitlines()
