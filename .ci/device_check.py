@@ -1,0 +1,106 @@
+"""Checks that need a real CUDA device; run by hand on a GPU host (CI has none).
+
+    PYTHONPATH=. python3 .ci/device_check.py
+
+What it proves on a host with a CUDA device (no Torch-TensorRT needed):
+1. the host-capability fallback: with nothing declared, targets come from the device ("host device");
+2. a declaration still outranks the device (Turing simulated on a non-Turing GPU);
+3. the GPU-less import path stays off: ``answer_device_queries`` answers nothing and leaves torch.cuda alone;
+4. the plugin on that host: fixtures report the host device, the marker follows ``--trt-target-sm``, and the
+   import hook, when something named ``torch_tensorrt`` is imported, leaves the device queries untouched.
+   Torch-TensorRT is not installed there, so a probe package of that name records what it sees at import.
+Exits non-zero on the first failed check.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+import guards  # noqa: E402
+
+
+def check(label: str, ok: bool, detail: object = "") -> None:
+    print(f"{'PASS' if ok else 'FAIL'}: {label} {detail}")
+    if not ok:
+        sys.exit(1)
+
+
+def main() -> None:
+    assert torch.cuda.is_available(), "run this on a host with a CUDA device"
+    host = tuple(torch.cuda.get_device_capability(0))
+    print(f"torch {torch.__version__}, device {torch.cuda.get_device_name(0)}, capability {host}")
+
+    decision = guards.capability_decision()
+    check("host fallback source", decision.source == "host device", decision)
+    check("host fallback targets", decision.targets == (host,), decision.targets)
+    check("host is not Turing", decision.targets_turing is (host == (7, 5)), decision.reason)
+
+    with guards.declare_targets("7.5", origin="device-check"):
+        d = guards.capability_decision()
+        check("declaration outranks the device", d.source == "declared" and d.targets == ((7, 5),), d)
+        check("Turing simulated on this GPU", d.targets_turing is (d.backend != "standard"), d.reason)
+    check("declaration undone", guards.capability_decision().source == "host device")
+
+    original = torch.cuda.get_device_capability
+    check("answer_device_queries stays off", guards.answer_device_queries((7, 5)) is False)
+    check("torch.cuda untouched", torch.cuda.get_device_capability is original)
+    status = guards.gpu_less_import_status()
+    check("status says why", not status.applied and "CUDA device present" in status.detail, status.detail)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        probe = tmp_path / "probe" / "torch_tensorrt"
+        probe.mkdir(parents=True)
+        (probe / "__init__.py").write_text(textwrap.dedent("""
+            import torch
+            ANSWERED = hasattr(torch.cuda.get_device_capability, "__trtcap_answer__")
+            CAPABILITY = torch.cuda.get_device_capability()
+        """))
+        suite = tmp_path / "suite"
+        suite.mkdir()
+        (suite / "conftest.py").write_text("import torch_tensorrt\n")
+        (suite / "test_host.py").write_text(textwrap.dedent(f"""
+            import pytest, torch, torch_tensorrt
+
+            def test_probe_saw_the_real_device():
+                assert torch_tensorrt.ANSWERED is False
+                assert tuple(torch_tensorrt.CAPABILITY) == {host!r}
+
+            def test_fixtures(trt_capability, trt_targets_turing, turing_safe_gemm_dtype):
+                declared = bool(trt_capability.source == "declared")
+                if not declared:
+                    assert trt_capability.source == "host device"
+                    assert trt_capability.targets == ({host!r},)
+                assert turing_safe_gemm_dtype == (torch.float16 if trt_targets_turing else torch.float32)
+
+            @pytest.mark.trt_fp32_gemm
+            def test_fp32_gemm():
+                pass
+        """))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "probe"), str(ROOT)]))
+        for args, expect in (([], "2 passed"), (["--trt-target-sm", "7.5"], "1 skipped")):
+            run = subprocess.run(
+                [sys.executable, "-m", "pytest", "-p", "pytest_trtcap.plugin", "-p", "no:cacheprovider",
+                 "-rs", "--trtcap-guards", "off", str(suite), *args],
+                capture_output=True, text=True, env=env, cwd=tmp,
+            )
+            out = run.stdout + run.stderr
+            print(textwrap.indent(out.strip(), "    | "))
+            check(f"plugin on a GPU host {args}", run.returncode == 0 and expect in out)
+            check("header: gpu-less import not applied", "not needed (CUDA device present)" in out
+                  or "auto (answers device queries only" in out)
+    print("all device checks passed")
+
+
+if __name__ == "__main__":
+    main()
