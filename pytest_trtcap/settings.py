@@ -165,8 +165,12 @@ def resolve(config: pytest.Config) -> Settings:
         source = "hook pytest_trtcap_target_capabilities"
         try:
             return Setting(guards.targets.coerce_targets(value, source), source)
-        except (ValueError, TypeError) as exc:
+        except ValueError as exc:
             raise pytest.UsageError(f"trtcap: {exc}") from None
+        except TypeError:  # not iterable (an int, a bool): the message must still name the hook and the value
+            raise pytest.UsageError(
+                f"trtcap: {source}: expected a string like '7.5,8.9' or (major, minor) pairs, got {value!r}"
+            ) from None
 
     out = Settings()
     for spec in SPECS:
