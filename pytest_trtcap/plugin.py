@@ -123,6 +123,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     mode = settings_mod.resolve_early(early_config, "gpu_less_import")
     targets = settings_mod.resolve_early(early_config, "target_sm").value
     _arm_import_hook(early_config, mode.value == "auto", targets[0] if targets else None)
+    # pytest_unconfigure does nothing when pytest_configure failed (a usage error): disarm here as well.
+    early_config.add_cleanup(guards.remove_import_hook)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
