@@ -88,7 +88,7 @@ def main() -> None:
                 pass
         """))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "probe"), str(ROOT)]))
-        for args, expect in (([], "2 passed"), (["--trt-target-sm", "7.5"], "1 skipped")):
+        for args, expect in (([], "3 passed"), (["--trt-target-sm", "7.5"], "2 passed, 1 skipped")):
             run = subprocess.run(
                 [sys.executable, "-m", "pytest", "-p", "pytest_trtcap.plugin", "-p", "no:cacheprovider",
                  "-rs", "--trtcap-guards", "off", str(suite), *args],
