@@ -238,6 +238,8 @@ class SessionPlugin:
         self.state = state
         self.leaks: Dict[str, str] = {}  # filled from reports, so they are right under xdist too
         self.skips: Dict[str, str] = {}
+        self.held: Optional[pytest.Item] = None  # the test between hold and release
+        self.fired_before = guards.fired()  # guards fired in this process before the session
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -255,6 +257,7 @@ class SessionPlugin:
         if _isolated(item):
             self.state.get_isolation().hold()
             item.stash[_HELD] = True
+            self.held = item
         return (yield)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -262,6 +265,7 @@ class SessionPlugin:
         changes: List[str] = []
         if item.stash.get(_HELD, False):
             item.stash[_HELD] = False
+            self.held = None
             changes = self.state.get_isolation().release()
         if changes:
             what = "; ".join(changes)
@@ -284,15 +288,18 @@ class SessionPlugin:
                 self.skips[report.nodeid] = value
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.state.isolation is not None:
-            # An interrupted test never reached its teardown: put the state back all the same.
-            self.state.isolation.release()
+        if self.held is not None and self.state.isolation is not None:
+            # An interrupted test (KeyboardInterrupt, pytest.exit) never reached its teardown.
+            changes = self.state.isolation.release()
+            if changes:
+                self.leaks.setdefault(self.held.nodeid, "; ".join(changes) + " (interrupted)")
+            self.held = None
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             gpu = guards.gpu_less_import_status()
             workeroutput["trtcap"] = {
                 "gpu_less": gpu.describe() if gpu.applied else "",
-                "fired": sorted(f"{rule} on {target} x{n}" for (rule, target), n in guards.fired().items()),
+                "fired": self.fired_lines(),
             }
 
     @pytest.hookimpl(optionalhook=True)
@@ -312,6 +319,15 @@ class SessionPlugin:
                 for line in lines:
                     terminalreporter.write_line(line)
 
+    def fired_lines(self) -> List[str]:
+        """What the guards kept off TensorRT during this session."""
+        now = guards.fired()
+        return sorted(
+            f"{rule} on {target} x{n - self.fired_before.get((rule, target), 0)}"
+            for (rule, target), n in now.items()
+            if n > self.fired_before.get((rule, target), 0)
+        )
+
     def summary_lines(self) -> List[str]:
         lines: List[str] = []
         if self.skips:
@@ -324,8 +340,7 @@ class SessionPlugin:
         neutral = guards.neutralized()
         if neutral:
             lines.append(f"neutralized guards: {', '.join(neutral)}")
-        fired = sorted(f"{rule} on {target} x{n}" for (rule, target), n in guards.fired().items())
-        fired = fired or sorted({f for w in self.state.worker_status for f in w.get("fired", ())})
+        fired = self.fired_lines() or sorted({f for w in self.state.worker_status for f in w.get("fired", ())})
         if fired:
             lines.append("guards fired: " + ", ".join(fired))
         gpu = guards.gpu_less_import_status()
