@@ -34,8 +34,10 @@ def expected_partition_counts(
 ) -> PartitionCounts:
     """``turing`` when the build targets Turing on TensorRT-RTX, else ``default``."""
     chosen = _counts(default, "default")
-    if turing is not None and guards.trt_rtx_targets_turing(settings):
-        chosen = _counts(turing, "turing")
+    if turing is not None:
+        turing_counts = _counts(turing, "turing")  # checked on every target, not only on Turing runs
+        if guards.trt_rtx_targets_turing(settings):
+            chosen = turing_counts
     return chosen
 
 
