@@ -111,7 +111,15 @@ def install(rules: Tuple[Rule, ...] = RULES) -> Tuple[str, ...]:
 
 
 def uninstall() -> int:
-    """Put back the identical original ConverterSupport objects; returns how many were restored."""
+    """Put back the identical original ConverterSupport objects; returns how many were restored.
+
+    Imports nothing: where torch_tensorrt's registry was never imported no guard can be installed, and importing
+    it here would cost seconds and, on a host without CUDA, answer its device queries as a side effect.
+    """
+    import sys
+
+    if "torch_tensorrt.dynamo.conversion._ConverterRegistry" not in sys.modules:
+        return 0
     restored = 0
     for table in registry_dicts():
         for entries in table.values():
