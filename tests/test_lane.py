@@ -1,0 +1,259 @@
+"""The GPU-less capability lane: an unmodified Torch-TensorRT-style suite (``tests/lane_suite``) runs under the
+plugin on a host without a CUDA device.
+
+Each scenario is one ``pytest`` subprocess on the real stack (it imports torch_tensorrt: several seconds each), run
+once per module and shared by the tests that read it:
+
+* ``--trt-target-sm 8.9``: everything passes.
+* ``--trt-target-sm 7.5``: exactly the hard-coded counts of the models with an FP32 ``nn.Linear`` head fail; the
+  atomic-subgraph test that fails leaks its pattern, the plugin names it and puts ``ATOMIC_SUBGRAPHS`` back, so the
+  tests after it pass.
+* ``-p no:trtcap`` at 7.5 (the suite's conftest answers the device queries and installs the guards itself,
+  ``LANE_SELF_SHIM=1``): the same leak cascades into every later resource-partitioning test.
+* ``--trtcap-gpu-less-import off``: collection fails with Torch-TensorRT's own no-driver error.
+
+The subprocesses hide any CUDA device (``CUDA_VISIBLE_DEVICES=""``), so the lane is GPU-less on every host.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+
+import guards
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch_tensorrt") is None, reason="the lane runs the real Torch-TensorRT"
+)
+
+LANE = Path(__file__).resolve().parent / "lane_suite"
+
+RESOURCE = "lane_000_resource_partitioning.py::TestResourcePartitioning::test_resource_partitioning"
+ATOMIC = "lane_000_resource_partitioning.py::TestResourcePartitioning::test_resource_partitioning_with_atomic_subgraphs"
+GLOBAL = (
+    "lane_001_global_resource_partitioning.py::TestGlobalResourcePartitioning::"
+    "test_resource_partitioning_with_global_capability_partitioning"
+)
+MIXIN_COUNTS = (
+    "lane_002_capability_mixin.py::TestCapabilityAwareResourcePartitioning::test_expected_counts_follow_the_targets"
+)
+MIXIN_DTYPE = (
+    "lane_002_capability_mixin.py::TestCapabilityAwareResourcePartitioning::test_turing_safe_head_stays_on_tensorrt"
+)
+REGISTRY = "lane_003_converter_registry.py::TestConverterRegistry::"
+REGISTRY_LEAKER = REGISTRY + "test_000_registers_a_converter_and_leaves_it"
+REGISTRY_TESTS = [REGISTRY + name for name in (
+    "test_000_registers_a_converter_and_leaves_it",
+    "test_001_registry_is_as_before",
+    "test_002_fixture_scoped_converter",
+    "test_003_registry_is_as_before",
+)]
+ALL_TESTS = [RESOURCE, ATOMIC, GLOBAL, MIXIN_COUNTS, MIXIN_DTYPE, *REGISTRY_TESTS]
+
+#: Tests whose hard-coded counts include the trailing FP32 ``nn.Linear`` (the fp32_gemm guard's target).
+FP32_HEAD_HARD_CODED = {RESOURCE, ATOMIC}
+ATOMIC_ENTRY = "added ATOMIC_SUBGRAPHS entry (ReLUConv, (), True)"
+
+
+@dataclass
+class LaneRun:
+    args: List[str]
+    returncode: int
+    output: str
+    outcomes: Dict[str, List[str]]  # nodeid -> junit results ("passed", "failure", "error", "skipped")
+
+    def outcome(self, nodeid: str) -> str:
+        results = self.outcomes.get(nodeid)
+        assert results is not None, f"{nodeid} did not run\n{self.tail()}"
+        return "failed" if "failure" in results else ("error" if "error" in results else results[0])
+
+    def with_outcome(self, outcome: str) -> set:
+        return {nodeid for nodeid in self.outcomes if self.outcome(nodeid) == outcome}
+
+    def section(self, title: str) -> List[str]:
+        """Lines of a ``---- title ----`` section of the terminal report."""
+        lines = self.output.splitlines()
+        head = re.compile(rf"^-+ {re.escape(title)} -+$")
+        start = next((i for i, line in enumerate(lines) if head.match(line)), None)
+        if start is None:
+            return []
+        out = []
+        for line in lines[start + 1:]:
+            if re.match(r"^(=|-){3,} ", line):
+                break
+            out.append(line)
+        return out
+
+    def lines_starting(self, prefix: str) -> List[str]:
+        return [line for line in self.output.splitlines() if line.startswith(prefix)]
+
+    def tail(self, n: int = 80) -> str:
+        return "\n".join(self.output.splitlines()[-n:])
+
+
+def _parse_junit(path: Path) -> Dict[str, List[str]]:
+    if not path.exists():
+        return {}
+    outcomes: Dict[str, List[str]] = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        module, _, cls = case.get("classname", "").rpartition(".")
+        nodeid = f"{module.replace('.', '/')}.py::{cls}::{case.get('name')}"
+        results = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
+        outcomes[nodeid] = results or ["passed"]
+    return outcomes
+
+
+def run_lane(tmp_path: Path, *args: str, env: Optional[Dict[str, str]] = None) -> LaneRun:
+    """``python -m pytest tests/lane_suite ARGS`` in a clean environment with no visible CUDA device."""
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("TRTCAP_", "PYTEST_", "LANE_")) and k != "CUDA_VISIBLE_DEVICES"}
+    clean["CUDA_VISIBLE_DEVICES"] = ""
+    clean.update(env or {})
+    junit = tmp_path / "lane.xml"
+    cmd = [sys.executable, "-m", "pytest", str(LANE), "-rA", f"--junitxml={junit}", *args]
+    proc = subprocess.run(cmd, cwd=str(LANE.parent.parent), env=clean, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=600)
+    return LaneRun(list(args), proc.returncode, proc.stdout, _parse_junit(junit))
+
+
+@pytest.fixture(scope="module")
+def lane_89(tmp_path_factory: pytest.TempPathFactory) -> LaneRun:
+    return run_lane(tmp_path_factory.mktemp("lane89"), "--trt-target-sm", "8.9")
+
+
+@pytest.fixture(scope="module")
+def lane_75(tmp_path_factory: pytest.TempPathFactory) -> LaneRun:
+    return run_lane(tmp_path_factory.mktemp("lane75"), "--trt-target-sm", "7.5")
+
+
+@pytest.fixture(scope="module")
+def lane_75_without_plugin(tmp_path_factory: pytest.TempPathFactory) -> LaneRun:
+    return run_lane(tmp_path_factory.mktemp("lane75np"), "-p", "no:trtcap",
+                    env={"LANE_SELF_SHIM": "1", guards.ENV_TARGETS: "7.5"})
+
+
+def _leaks(run: LaneRun) -> Dict[str, str]:
+    """nodeid -> what leaked, from the ``trtcap`` summary section."""
+    out = {}
+    for line in run.section("trtcap"):
+        m = re.match(r"^  (\S+) -> (.*)$", line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def _turing(target: str) -> bool:
+    with guards.declare_targets(target, origin="test_lane"):
+        return guards.trt_rtx_targets_turing()
+
+
+# --- 8.9: the lane is green ----------------------------------------------------------------------------
+
+
+def test_at_89_everything_passes(lane_89: LaneRun) -> None:
+    assert lane_89.returncode == 0, lane_89.tail()
+    assert sorted(lane_89.outcomes) == sorted(ALL_TESTS)
+    assert lane_89.with_outcome("passed") == set(ALL_TESTS), lane_89.tail()
+
+
+def test_header_says_the_import_was_answered_with_the_target(lane_89: LaneRun, lane_75: LaneRun) -> None:
+    for run, target, turing in ((lane_89, "8.9", "no"), (lane_75, "7.5", "yes")):
+        header = run.lines_starting("trtcap: ")
+        assert f"trtcap: gpu-less import: applied (device queries answered with {target}); isolation: warn" in header
+        assert any(line.startswith(f"trtcap: targets: {target} (from --trt-target-sm)") and
+                   line.endswith(f"targets Turing on TensorRT-RTX: {turing}") for line in header), header
+        assert any(re.match(r"trtcap: guards: installed \(\d+ targets\)", line) for line in header), header
+        assert f"gpu-less import: applied (device queries answered with {target})" in run.section("trtcap")
+
+
+def test_at_89_only_the_registry_leak_is_reported(lane_89: LaneRun) -> None:
+    """The atomic test cleaned up after itself at 8.9; the converter left by test_000 is still attributed,
+    although the suite's own reset fixture (which covers the registry) would have restored it."""
+    assert _leaks(lane_89) == {REGISTRY_LEAKER: "aten.relu.default: 1 converter added"}
+    assert not any(line.startswith("guards fired:") for line in lane_89.section("trtcap"))
+
+
+# --- 7.5: failures exactly where the predicate says, the leak contained and named ------------------------
+
+
+def test_at_75_the_fp32_head_counts_fail_where_the_predicate_says(lane_75: LaneRun) -> None:
+    assert _turing("7.5") and not _turing("8.9")
+    assert lane_75.returncode == 1, lane_75.tail()
+    assert lane_75.with_outcome("failed") == FP32_HEAD_HARD_CODED, lane_75.tail()
+    assert lane_75.with_outcome("passed") == set(ALL_TESTS) - FP32_HEAD_HARD_CODED
+    assert not lane_75.with_outcome("error")
+    # Both fail on the non-accelerated count: the head is its own PyTorch block; the conv engines are unchanged.
+    assert lane_75.output.count("AssertionError: 3 != 2 : The graph should have 2 non-accelerated subgraphs") == 2
+    assert "_run_on_gpu_5: aten.linear.default" in lane_75.output
+    fired = [line for line in lane_75.section("trtcap") if line.startswith("guards fired:")]
+    assert fired and re.search(r"fp32_gemm on aten\.linear\.default x\d+", fired[0]), lane_75.section("trtcap")
+
+
+def test_at_75_the_leaked_pattern_is_named_and_does_not_cascade(lane_75: LaneRun) -> None:
+    leaks = _leaks(lane_75)
+    assert leaks == {ATOMIC: ATOMIC_ENTRY, REGISTRY_LEAKER: "aten.relu.default: 1 converter added"}
+    assert "leaks: 2 test(s) left global state changed (restored)" in lane_75.section("trtcap")
+    assert f"TrtcapLeakWarning: {ATOMIC} leaked global state: {ATOMIC_ENTRY}" in lane_75.output
+    # The tests after it would fail only because of the pattern: restored, they pass.
+    for nodeid in (GLOBAL, MIXIN_COUNTS, MIXIN_DTYPE):
+        assert lane_75.outcome(nodeid) == "passed", lane_75.tail()
+
+
+def test_without_the_plugin_the_leak_cascades(lane_75_without_plugin: LaneRun) -> None:
+    """Same guards at 7.5, no plugin isolation: the atomic pattern stays registered and breaks every later
+    resource-partitioning test; the converter-registry tests still pass (the suite's own fixture covers that)."""
+    run = lane_75_without_plugin
+    assert run.returncode == 1, run.tail()
+    assert run.with_outcome("failed") == {RESOURCE, ATOMIC, GLOBAL, MIXIN_COUNTS, MIXIN_DTYPE}, run.tail()
+    assert run.with_outcome("passed") == set(REGISTRY_TESTS)
+    assert "AssertionError: 2 != 4 : The graph should have 4 accelerated subgraphs" in run.output
+    assert "PartitionCounts(acc=3, gpu=3) != PartitionCounts(acc=5, gpu=3)" in run.output
+    assert run.section("trtcap") == [] and not run.lines_starting("trtcap: ")
+
+
+# --- coexistence with the suite's own reset fixture ------------------------------------------------------
+
+
+def test_coexists_with_the_suites_reset_fixture(lane_89: LaneRun, lane_75: LaneRun) -> None:
+    """No teardown error (the fixture-scoped converter was still there for its fixture to remove), no leak
+    reported for it, and the registry is as before after both the leaking and the fixture-scoped test."""
+    for run in (lane_89, lane_75):
+        for nodeid in REGISTRY_TESTS:
+            assert run.outcome(nodeid) == "passed", run.tail()
+        assert not run.with_outcome("error"), run.tail()  # a teardown error would be an "error" in junit
+        assert REGISTRY + "test_002_fixture_scoped_converter" not in _leaks(run)
+
+
+# --- TrtCapabilityMixin in a unittest suite ----------------------------------------------------------------
+
+
+def test_capability_mixin_at_75_and_89(lane_89: LaneRun, lane_75: LaneRun) -> None:
+    for run, turing, counts, dtype, origin in (
+        (lane_89, False, "(5, 2)", "torch.float32", "targets 8.9 from --trt-target-sm"),
+        (lane_75, True, "(5, 3)", "torch.float16", "targets 7.5 from --trt-target-sm"),
+    ):
+        assert run.outcome(MIXIN_COUNTS) == run.outcome(MIXIN_DTYPE) == "passed"
+        mixin = run.lines_starting("lane-mixin: ")
+        assert f"lane-mixin: trt_targets_turing={turing} expected={counts} ({origin})" in mixin, mixin
+        assert f"lane-mixin: turing_safe_gemm_dtype={dtype}" in mixin, mixin
+
+
+# --- the plugin is what makes it run --------------------------------------------------------------------------
+
+
+def test_gpu_less_import_off_fails_collection_with_torch_tensorrts_own_error(tmp_path: Path) -> None:
+    run = run_lane(tmp_path, "--trt-target-sm", "8.9", "--trtcap-gpu-less-import", "off")
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.tail()
+    assert f"ImportError while loading conftest '{LANE / 'conftest.py'}'" in run.output
+    assert "in is_tegra_platform" in run.output  # Torch-TensorRT's own import-time device query
+    assert re.search(r"RuntimeError: (Found no NVIDIA driver|No CUDA GPUs are available)", run.output), run.tail()
+    assert run.outcomes == {}
