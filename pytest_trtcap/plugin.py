@@ -145,13 +145,18 @@ def _state(config: pytest.Config) -> TrtcapState:
 
 def _upstream_ships_guards() -> Optional[bool]:
     """Whether the installed Torch-TensorRT has its own Turing predicate (read from source, not imported)."""
-    import importlib.util
+    import importlib.machinery
     import os
 
     module = sys.modules.get("torch_tensorrt._utils")
     if module is not None:
         return hasattr(module, "trt_rtx_targets_turing")
-    spec = importlib.util.find_spec("torch_tensorrt") if "torch_tensorrt" not in sys.modules else sys.modules["torch_tensorrt"].__spec__
+    if "torch_tensorrt" in sys.modules:
+        spec = sys.modules["torch_tensorrt"].__spec__
+    else:
+        # PathFinder directly, not importlib.util.find_spec: that would consult (and so disarm) our own
+        # torch_tensorrt import hook, and the suite's first import would then fail on a GPU-less host.
+        spec = importlib.machinery.PathFinder.find_spec("torch_tensorrt")
     if spec is None or not spec.submodule_search_locations:
         return None
     path = os.path.join(list(spec.submodule_search_locations)[0], "_utils.py")
