@@ -91,6 +91,7 @@ class _Loader(importlib.abc.Loader):
         return self.inner.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
+        remove_import_hook()  # the real import is happening: step aside (a find_spec alone must not)
         self.before()
         self.inner.exec_module(module)
         for callback in self.after:
@@ -106,7 +107,6 @@ class _ImportHook(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if fullname != "torch_tensorrt":
             return None
-        remove_import_hook()
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None:
             return None
