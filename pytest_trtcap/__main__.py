@@ -1,0 +1,8 @@
+"""``python -m pytest_trtcap``: the ``trtcap`` command."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
