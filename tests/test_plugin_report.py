@@ -1,0 +1,202 @@
+"""The report header and the ``trtcap`` terminal summary section, before and after torch_tensorrt is imported.
+
+Fresh processes (``runpytest_subprocess``): what the header says depends on what this process has imported.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import guards
+from pytest_trtcap import settings as trtcap_settings
+
+RECIPE = Path(__file__).with_name("plugin_recipe.py")
+INSTALLED = guards.torch_tensorrt_version()  # read from the distribution, without importing it
+
+
+@pytest.fixture(autouse=True)
+def no_trtcap_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for spec in trtcap_settings.SPECS:
+        monkeypatch.delenv(spec.env, raising=False)
+    monkeypatch.setenv("COLUMNS", "240")  # short test summary lines are not cut at 80 columns
+
+
+MARKED = """
+import pytest
+
+
+@pytest.mark.trt_fp32_gemm
+def test_fp32_gemm():
+    pass
+
+
+@pytest.mark.trt_bf16
+class TestBf16:
+    def test_one(self):
+        pass
+
+    def test_two(self):
+        pass
+
+
+@pytest.mark.trt_conv3d
+def test_conv3d():
+    pass
+
+
+def test_plain():
+    pass
+"""
+
+IMPORT_WITHOUT_ANSWERS = """
+import pytest
+
+
+def test_import_fails_without_a_device_when_gpu_less_import_is_off():
+    with pytest.raises(RuntimeError, match="NVIDIA driver"):
+        import torch_tensorrt  # noqa: F401
+"""
+
+
+def test_header_and_summary_before_torch_tensorrt_is_imported_and_with_gpu_less_import_off(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_marked=MARKED, test_import=IMPORT_WITHOUT_ANSWERS)
+    monkeypatch.setenv("TRTCAP_TARGET_SM", "8.9,7.5")
+    monkeypatch.setenv("TRTCAP_NEUTRALIZE", "aten.linear.default")
+    monkeypatch.setenv("TRTCAP_GPU_LESS_IMPORT", "off")  # nothing answers the device queries: the import fails
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-strict")
+    result.assert_outcomes(passed=2, skipped=4)
+    result.stdout.fnmatch_lines([
+        "trtcap: targets: 8.9,7.5 (from TRTCAP_TARGET_SM); backend: rtx (detected); "
+        "targets Turing on TensorRT-RTX: yes",
+        f"trtcap: torch-tensorrt {INSTALLED} (no upstream Turing guards)",
+        "trtcap: guards: on (installed when torch_tensorrt is imported); neutralized: aten.linear.default",
+        "trtcap: gpu-less import: off (from TRTCAP_GPU_LESS_IMPORT); isolation: strict",
+    ])
+    result.stdout.fnmatch_lines([
+        "*- trtcap -*",
+        "capability skips: 4 (trt_bf16: 2, trt_conv3d: 1, trt_fp32_gemm: 1)",
+        "neutralized guards: aten.linear.default",
+        "=* 2 passed, 4 skipped in *",
+    ])
+    output = result.stdout.str()
+    for absent in ("leaks:", "guards fired:", "gpu-less import: applied"):
+        assert absent not in output
+
+
+def test_no_summary_section_when_there_is_nothing_to_say(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(MARKED)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-target-sm", "8.9")
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines([
+        "trtcap: guards: on (installed when torch_tensorrt is imported); neutralized: none",
+        "trtcap: gpu-less import: auto (answers device queries only if torch_tensorrt is imported without a "
+        "CUDA device); isolation: warn",
+    ])
+    result.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from --trt-target-sm);*Turing on TensorRT-RTX: no"])
+    assert "- trtcap -" not in result.stdout.str()
+
+
+# torch_tensorrt imported by the conftest at module level, plainly: the plugin armed its hook before
+# conftests load, so the import works here without a GPU and the guards are installed at configure.
+IMPORTING_CONFTEST = """
+import torch_tensorrt  # noqa: F401
+"""
+
+REPORT_SUITE = """
+import pytest
+import torch
+from torch_tensorrt.dynamo.partitioning._atomic_subgraphs import register_atomic_subgraph
+
+import guards
+import plugin_recipe
+from pytest_trtcap import assert_partition_counts, count_partitions
+
+
+class Matmul(torch.nn.Module):
+    def forward(self, x, w):
+        return torch.relu(torch.mm(x, w))
+
+
+class Late(torch.nn.Module):
+    def forward(self, x):
+        return torch.ops.aten.relu.default(x)
+
+
+def test_device_queries_answered_with_the_first_declared_target():
+    assert torch.cuda.get_device_capability() == (7, 5)
+    assert not torch.cuda.is_available()  # decisions never read the answers: no device is pretended
+
+
+def test_linear_guarded(expected_partition_counts):
+    pm, _, _ = plugin_recipe.partition()
+    assert_partition_counts(pm, expected_partition_counts(default=(1, 0), turing=(1, 2)))
+
+
+def test_neutralized_mm_stays_on_tensorrt():
+    from torch_tensorrt.dynamo import partitioning
+    from torch_tensorrt.dynamo._settings import CompilationSettings
+    from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_CONVERTERS
+    from torch_tensorrt.dynamo.lowering import get_decompositions, post_lowering
+
+    args = (torch.randn(2, 8), torch.randn(8, 4))
+    ep = torch.export.export(Matmul(), args).run_decompositions(get_decompositions(False))
+    gm = post_lowering(ep.module(), CompilationSettings(min_block_size=1))
+    assert "aten.mm.default" in [str(n.target) for n in gm.graph.nodes]
+    DYNAMO_CONVERTERS.set_compilation_settings(CompilationSettings(min_block_size=1))
+    pm, _ = partitioning.fast_partition(gm, min_block_size=1)
+    assert count_partitions(pm) == (1, 0)
+
+
+@pytest.mark.trt_fp32_gemm
+def test_skipped_gemm():
+    pass
+
+
+@pytest.mark.trt_cdist_matmul
+def test_skipped_cdist():
+    pass
+
+
+def test_zz_interrupted_after_leaking():
+    register_atomic_subgraph(init_args=(), is_core_aten=True)(Late)
+    pytest.exit("stopping the session mid-test")
+
+
+def test_zzz_never_runs():
+    pass
+"""
+
+
+def test_header_and_summary_after_torch_tensorrt_is_imported(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(IMPORTING_CONFTEST)
+    pytester.makepyfile(plugin_recipe=RECIPE.read_text(), test_report=REPORT_SUITE)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-rs", "--trt-target-sm", "7.5", "--trtcap-neutralize", "aten.mm.default",
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.assert_outcomes(passed=3, skipped=2)
+    result.stdout.fnmatch_lines([
+        "trtcap: targets: 7.5 (from --trt-target-sm); backend: rtx (detected); targets Turing on TensorRT-RTX: yes",
+        f"trtcap: torch-tensorrt {INSTALLED} (no upstream Turing guards)",
+        "trtcap: guards: installed (* targets); neutralized: aten.mm.default",
+        "trtcap: gpu-less import: applied (device queries answered with 7.5); isolation: warn",
+    ])
+    result.stdout.fnmatch_lines(["*_pytest.outcomes.Exit: stopping the session mid-test*"])
+    result.stdout.fnmatch_lines([
+        "*- trtcap -*",
+        "capability skips: 2 (trt_cdist_matmul: 1, trt_fp32_gemm: 1)",
+        "leaks: 1 test(s) left global state changed (restored)",
+        "  test_report.py::test_zz_interrupted_after_leaking -> added ATOMIC_SUBGRAPHS entry (Late, (), True) (interrupted)",
+        "neutralized guards: aten.mm.default",
+        "guards fired: fp32_gemm on aten.linear.default x2",
+        "gpu-less import: applied (device queries answered with 7.5)",
+    ])
+    result.stdout.fnmatch_lines([
+        "SKIPPED [[]1[]] test_report.py:*: trtcap: TensorRT-RTX cannot serve the cdist matrix multiply on SM 7.5 "
+        "(targets 7.5 from --trt-target-sm)",
+    ])
+    assert "mm.default x" not in result.stdout.str()  # the neutralized guard never fired

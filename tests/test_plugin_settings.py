@@ -1,0 +1,447 @@
+"""The plugin's settings as a user sees them: sources, precedence, the header, and usage errors.
+
+Runs pytest inline (``pytester.runpytest``): nothing here imports torch, and every inline run must leave the
+process as it found it (declared targets and backend, neutralized guards, the import hook), which the autouse
+``process_state_unchanged`` fixture checks after each test.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Iterator
+
+import pytest
+
+import guards
+from guards import targets as guard_targets
+from pytest_trtcap import settings as trtcap_settings
+
+USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
+
+GEMM_TEST = """
+import pytest
+
+@pytest.mark.trt_fp32_gemm
+def test_fp32_gemm():
+    pass
+"""
+
+
+@pytest.fixture(autouse=True)
+def no_trtcap_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's shell must not steer these runs."""
+    for spec in trtcap_settings.SPECS:
+        monkeypatch.delenv(spec.env, raising=False)
+    monkeypatch.setenv("COLUMNS", "240")  # short test summary lines are not cut at 80 columns
+
+
+def _import_hooks() -> list:
+    return [f for f in sys.meta_path if type(f).__name__ == "_ImportHook"]
+
+
+@pytest.fixture(autouse=True)
+def process_state_unchanged() -> Iterator[None]:
+    """Inline runs share this process: the plugin must undo its declarations at unconfigure."""
+    declared = guard_targets._declared
+    before = (declared.targets, declared.targets_origin, declared.backend, declared.backend_origin)
+    neutral = guards.neutralized()
+    hooks = _import_hooks()
+    yield
+    after = (declared.targets, declared.targets_origin, declared.backend, declared.backend_origin)
+    assert after == before, "an inline run left a process-wide declaration behind"
+    assert guards.neutralized() == neutral, "an inline run left guards neutralized"
+    assert _import_hooks() == hooks, "an inline run left its torch_tensorrt import hook in sys.meta_path"
+
+
+# --- loading and disabling ---------------------------------------------------------------------------
+
+
+def test_entry_point_loads_and_prints_the_header(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_one(): pass")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "trtcap: targets: not declared (host device decides at first use); backend: * (detected); "
+        "targets Turing on TensorRT-RTX: pending host device",
+        f"trtcap: torch-tensorrt {guards.torch_tensorrt_version()} (*)",
+        "trtcap: guards: *; neutralized: none",
+        "trtcap: gpu-less import: *; isolation: warn",
+        "plugins: *trtcap-*",
+    ])
+
+
+def test_p_no_trtcap_disables_header_options_and_markers(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(GEMM_TEST)
+    plain = pytester.runpytest("-p", "no:trtcap")
+    plain.assert_outcomes(passed=1)
+    assert "trtcap:" not in plain.stdout.str()
+
+    option = pytester.runpytest("-p", "no:trtcap", "--trt-target-sm", "7.5")
+    assert option.ret == USAGE_ERROR
+    option.stderr.fnmatch_lines(["*unrecognized arguments: --trt-target-sm*"])
+
+    # in a fresh process: pytest's global mark generator remembers markers this process has seen registered
+    strict = pytester.runpytest_subprocess("-p", "no:trtcap", "--strict-markers")
+    assert strict.ret == pytest.ExitCode.INTERRUPTED
+    strict.stdout.fnmatch_lines(["*'trt_fp32_gemm' not found in `markers` configuration option*"])
+
+
+def test_loading_the_plugin_imports_no_torch(pytester: pytest.Pytester) -> None:
+    """A pytest11 plugin loads in every run of the environment: it must not import the heavy stack."""
+    pytester.makeconftest(
+        """
+        import sys
+
+        HEAVY = ("torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx")
+
+        def pytest_sessionfinish(session):
+            loaded = [m for m in HEAVY if m in sys.modules]
+            print("heavy modules at sessionfinish:", loaded or "none")
+        """
+    )
+    pytester.makepyfile(
+        """
+        import sys
+        import pytest
+
+        def test_nothing_heavy_loaded(trt_capability, trt_targets_turing, expected_partition_counts):
+            assert trt_targets_turing
+            assert expected_partition_counts(default=(1, 0), turing=(1, 2)) == (1, 2)
+            assert [m for m in ("torch", "torch_tensorrt", "tensorrt") if m in sys.modules] == []
+
+        @pytest.mark.trt_fp32_gemm
+        def test_skipped():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("--trt-target-sm", "7.5", "-s", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*heavy modules at sessionfinish: none*"])
+
+
+def test_in_process_runs_undo_declarations_and_disarm_the_import_hook(pytester: pytest.Pytester) -> None:
+    """``pytest.main`` twice in one fresh process (torch_tensorrt never imported): after a good run and after a
+    run that stops on a usage error in ``pytest_configure``, nothing of the plugin stays behind."""
+    pytester.makepyfile(GEMM_TEST)
+    script = pytester.makepyfile(
+        driver="""
+        import sys
+        import pytest
+        import guards
+        from guards import targets
+
+        def leftovers():
+            d = targets._declared
+            hooks = [type(f).__name__ for f in sys.meta_path if type(f).__name__ == "_ImportHook"]
+            return (d.targets, d.backend, guards.neutralized(), hooks)
+
+        print("before:", leftovers())
+        good = pytest.main(["-q", "-p", "no:cacheprovider", "--trt-target-sm", "7.5", "--trt-backend", "rtx",
+                            "--trtcap-neutralize", "aten.mm.default", "test_in_process_runs_undo_declarations_and_disarm_the_import_hook.py"])
+        print("good run:", int(good), leftovers())
+        bad = pytest.main(["-q", "-p", "no:cacheprovider", "--trt-backend", "cuda"])
+        print("usage error:", int(bad), leftovers())
+        print("torch imported:", "torch" in sys.modules)
+        """
+    )
+    result = pytester.run(sys.executable, str(script))
+    result.stdout.fnmatch_lines([
+        "before: (None, None, (), [[]])",
+        "good run: 0 (None, None, (), [[]])",
+        "usage error: 4 (None, None, (), [[]])",
+        "torch imported: False",
+    ])
+    result.stdout.fnmatch_lines(["*1 skipped*"])
+
+
+# --- sources and precedence ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "cli, env, ini, hook, winner",
+    [
+        ("7.5", None, None, None, "--trt-target-sm"),
+        (None, "7.5", None, None, "TRTCAP_TARGET_SM"),
+        (None, None, "7.5", None, "ini trt_target_sm"),
+        (None, None, None, "'7.5'", "hook pytest_trtcap_target_capabilities"),
+        (None, None, None, "[(7, 5), (8, 9)]", "hook pytest_trtcap_target_capabilities"),
+        # precedence: command line > environment > ini > hook
+        ("7.5", "8.9", "8.6", "'8.0'", "--trt-target-sm"),
+        (None, "sm_75", "8.6", "'8.0'", "TRTCAP_TARGET_SM"),
+        (None, None, "75", "'8.0'", "ini trt_target_sm"),
+    ],
+)
+def test_target_sm_source_is_shown_in_header_and_skip_reason(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cli, env, ini, hook, winner
+) -> None:
+    pytester.makepyfile(GEMM_TEST)
+    args = ["-rs"]
+    if cli is not None:
+        args += ["--trt-target-sm", cli]
+    if env is not None:
+        monkeypatch.setenv("TRTCAP_TARGET_SM", env)
+    if ini is not None:
+        pytester.makeini(f"[pytest]\ntrt_target_sm = {ini}\n")
+    if hook is not None:
+        pytester.makeconftest(f"def pytest_trtcap_target_capabilities(config):\n    return {hook}\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(skipped=1)
+    shown = "7.5,8.9" if hook == "[(7, 5), (8, 9)]" else "7.5"
+    result.stdout.fnmatch_lines([
+        f"trtcap: targets: {shown} (from {winner}); *; targets Turing on TensorRT-RTX: yes",
+        f"SKIPPED [[]1[]] test_*.py:*: trtcap: TensorRT-RTX cannot serve FP32 GEMM on SM 7.5 "
+        f"(targets {shown} from {winner})",
+    ])
+
+
+@pytest.mark.parametrize(
+    "cli, env, ini, header, outcome",
+    [
+        ("standard", None, None, "backend: standard (from --trt-backend)", "passed"),
+        (None, "standard", None, "backend: standard (from TRTCAP_BACKEND)", "passed"),
+        (None, None, "standard", "backend: standard (from ini trt_backend)", "passed"),
+        ("rtx", "standard", "standard", "backend: rtx (from --trt-backend)", "skipped"),
+        (None, "rtx", "standard", "backend: rtx (from TRTCAP_BACKEND)", "skipped"),
+        ("auto", "standard", None, "backend: rtx (detected (--trt-backend=auto))", "skipped"),
+        (None, None, None, "backend: rtx (detected)", "skipped"),
+    ],
+)
+def test_backend_source_and_effect(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cli, env, ini, header, outcome
+) -> None:
+    """On standard TensorRT the Turing limits of TensorRT-RTX do not apply: the FP32 GEMM test runs at 7.5."""
+    pytester.makepyfile(GEMM_TEST)
+    args = ["--trt-target-sm", "7.5"]
+    if cli is not None:
+        args += ["--trt-backend", cli]
+    if env is not None:
+        monkeypatch.setenv("TRTCAP_BACKEND", env)
+    if ini is not None:
+        pytester.makeini(f"[pytest]\ntrt_backend = {ini}\n")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(**{outcome: 1})
+    turing = "no" if outcome == "passed" else "yes"
+    result.stdout.fnmatch_lines([f"trtcap: targets: 7.5 (from --trt-target-sm); {header}; targets Turing on TensorRT-RTX: {turing}"])
+
+
+@pytest.mark.parametrize(
+    "cli, env, ini, shown",
+    [
+        (["--trtcap-guards", "off"], None, None, "off (from --trtcap-guards)"),
+        (None, "0", None, "off (from TRTCAP_GUARDS)"),
+        (None, None, "no", "off (from ini trtcap_guards)"),
+        (None, "off", "on", "off (from TRTCAP_GUARDS)"),
+        (["--trtcap-guards", "on"], "off", "off", "[oi]n*"),
+        (None, None, None, "[oi]n*"),
+    ],
+)
+def test_guards_setting(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cli, env, ini, shown) -> None:
+    pytester.makepyfile("def test_one(): pass")
+    if env is not None:
+        monkeypatch.setenv("TRTCAP_GUARDS", env)
+    if ini is not None:
+        pytester.makeini(f"[pytest]\ntrtcap_guards = {ini}\n")
+    result = pytester.runpytest(*(cli or []))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"trtcap: guards: {shown}; neutralized: none"])
+    if "off" not in shown:
+        assert "trtcap: guards: off" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    "cli, env, ini, shown",
+    [
+        (["--trtcap-neutralize", "aten.mm.default", "--trtcap-neutralize", "aten.linear.default"], None, None,
+         "aten.linear.default, aten.mm.default"),
+        (None, "aten.bmm.default, aten.mm.default", None, "aten.bmm.default, aten.mm.default"),
+        (None, None, "aten.addmm.default\n    aten.convolution.default", "aten.addmm.default, aten.convolution.default"),
+        (["--trtcap-neutralize", "aten.mv.default"], "aten.mm.default", "aten.bmm.default", "aten.mv.default"),
+    ],
+)
+def test_neutralize_setting_in_header_and_summary(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cli, env, ini, shown
+) -> None:
+    pytester.makepyfile(
+        f"""
+        import guards
+
+        def test_neutralized_while_the_session_runs():
+            assert ", ".join(guards.neutralized()) == {shown!r}
+        """
+    )
+    if env is not None:
+        monkeypatch.setenv("TRTCAP_NEUTRALIZE", env)
+    if ini is not None:
+        pytester.makeini(f"[pytest]\ntrtcap_neutralize =\n    {ini}\n")
+    result = pytester.runpytest(*(cli or []))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        f"trtcap: guards: *; neutralized: {shown}",
+        "*- trtcap -*",
+        f"neutralized guards: {shown}",
+    ])
+    # process_state_unchanged checks that the neutralization ended with the inner session
+
+
+@pytest.mark.parametrize(
+    "cli, env, ini, shown",
+    [
+        (["--trtcap-strict"], None, None, "strict"),
+        (None, "1", None, "strict"),
+        (None, "0", None, "warn"),
+        (None, "false", "true", "warn"),
+        (None, None, "yes", "strict"),
+        (["--trtcap-strict"], "0", "false", "strict"),
+    ],
+)
+def test_strict_setting(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cli, env, ini, shown) -> None:
+    pytester.makepyfile("def test_one(): pass")
+    if env is not None:
+        monkeypatch.setenv("TRTCAP_STRICT", env)
+    if ini is not None:
+        pytester.makeini(f"[pytest]\ntrtcap_strict = {ini}\n")
+    result = pytester.runpytest(*(cli or []))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"trtcap: gpu-less import: *; isolation: {shown}"])
+
+
+@pytest.mark.parametrize(
+    "cli, env, ini, source",
+    [
+        (["--trtcap-gpu-less-import", "off"], None, None, "--trtcap-gpu-less-import"),
+        (None, "OFF", None, "TRTCAP_GPU_LESS_IMPORT"),
+        (None, None, "off", "ini trtcap_gpu_less_import"),
+        (None, "off", "auto", "TRTCAP_GPU_LESS_IMPORT"),
+    ],
+)
+def test_gpu_less_import_setting(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cli, env, ini, source
+) -> None:
+    pytester.makepyfile("def test_one(): pass")
+    if env is not None:
+        monkeypatch.setenv("TRTCAP_GPU_LESS_IMPORT", env)
+    if ini is not None:
+        pytester.makeini(f"[pytest]\ntrtcap_gpu_less_import = {ini}\n")
+    result = pytester.runpytest(*(cli or []))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"trtcap: gpu-less import: off (from {source}); isolation: warn"])
+
+
+def test_options_are_documented_in_help(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines([
+        "capability guards for Torch-TensorRT on TensorRT-RTX:",
+        "*--trt-target-sm=LIST*",
+        "*--trt-backend={auto,rtx,standard}*",
+        "*--trtcap-guards={on,off}*",
+        "*--trtcap-neutralize=TARGET*",
+        "*--trtcap-strict*",
+        "*--trtcap-gpu-less-import={auto,off}*",
+    ])
+    for ini in ("trt_target_sm", "trt_backend", "trtcap_guards", "trtcap_neutralize", "trtcap_strict",
+                "trtcap_gpu_less_import"):
+        result.stdout.fnmatch_lines([f"  {ini} (*):*"])
+
+
+# --- bad values: usage errors that name the source and the value ---------------------------------------
+
+BAD_VALUES = {
+    "target_sm": "7.x",
+    "backend": "cuda",
+    "guards": "maybe",
+    "neutralize": "linear",
+    "strict": "banana",
+    "gpu_less_import": "sometimes",
+}
+
+
+def _bad_cases():
+    for spec in trtcap_settings.SPECS:
+        bad = BAD_VALUES[spec.dest]
+        if spec.kind != "flag":  # --trtcap-strict takes no value
+            yield pytest.param(spec, "cli", bad, spec.option, id=f"{spec.dest}-cli")
+        yield pytest.param(spec, "env", bad, spec.env, id=f"{spec.dest}-env")
+        yield pytest.param(spec, "ini", bad, f"ini {spec.ini}", id=f"{spec.dest}-ini")
+
+
+def test_every_setting_has_a_bad_value_case() -> None:
+    assert {spec.dest for spec in trtcap_settings.SPECS} == set(BAD_VALUES)
+
+
+@pytest.mark.parametrize("spec, where, bad, named", list(_bad_cases()))
+def test_bad_value_is_a_usage_error_naming_source_and_value(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, spec, where, bad, named
+) -> None:
+    pytester.makepyfile("def test_one(): pass")
+    args = []
+    if where == "cli":
+        args = [spec.option, bad]
+    elif where == "env":
+        monkeypatch.setenv(spec.env, bad)
+    else:
+        pytester.makeini(f"[pytest]\n{spec.ini} = {bad}\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: trtcap: {named}: *{bad!r}*"])
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output
+    assert "passed" not in output  # nothing ran
+
+
+def test_bad_value_in_a_losing_source_is_not_read(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Precedence decides first: a bad environment value under a good command-line value is never parsed."""
+    pytester.makepyfile(GEMM_TEST)
+    monkeypatch.setenv("TRTCAP_BACKEND", "cuda")
+    pytester.makeini("[pytest]\ntrt_backend = cuda\n")
+    result = pytester.runpytest("--trt-target-sm", "7.5", "--trt-backend", "standard")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*backend: standard (from --trt-backend)*"])
+
+
+@pytest.mark.parametrize(
+    "returned, named",
+    [("'seven'", "'seven'"), ("42", "42"), ("[(7,)]", "(7,)"), ("[(7, 5), 'x.y']", "'x.y'"), ("True", "True")],
+)
+def test_bad_hook_value_is_a_usage_error_naming_the_hook(pytester: pytest.Pytester, returned: str, named: str) -> None:
+    pytester.makeconftest(f"def pytest_trtcap_target_capabilities(config):\n    return {returned}\n")
+    pytester.makepyfile("def test_one(): pass")
+    result = pytester.runpytest()
+    assert result.ret == USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: trtcap: hook pytest_trtcap_target_capabilities: *"])
+    assert named in result.stderr.str()  # the offending value
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_hook_is_not_consulted_when_a_setting_gives_targets(pytester: pytest.Pytester) -> None:
+    """firstresult hook, consulted only as the last source: here it would raise if it were called."""
+    pytester.makeconftest(
+        "def pytest_trtcap_target_capabilities(config):\n    raise AssertionError('hook consulted')\n"
+    )
+    pytester.makepyfile(GEMM_TEST)
+    result = pytester.runpytest("--trt-target-sm", "8.9")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from --trt-target-sm);*targets Turing on TensorRT-RTX: no"])
+
+
+def test_first_hook_result_wins(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("def pytest_trtcap_target_capabilities(config):\n    return None\n")
+    pytester.syspathinsert()
+    pytester.makepyfile(
+        plugin_a="def pytest_trtcap_target_capabilities(config):\n    return '8.9'\n",
+    )
+    pytester.makepyfile(GEMM_TEST)
+    result = pytester.runpytest("-p", "plugin_a")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from hook pytest_trtcap_target_capabilities);*"])
+
+
+def test_unsupported_target_warns(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(GEMM_TEST)
+    # a value unique to this test: the warning is issued once per process and value
+    result = pytester.runpytest("--trt-target-sm", "7.5,9.0,10.3")
+    result.assert_outcomes(skipped=1, warnings=1)
+    result.stdout.fnmatch_lines([
+        "*UnsupportedTargetWarning: --trt-target-sm: TensorRT-RTX does not build for 9.0,10.3; "
+        "it supports 7.5,8.0,8.6,8.9,12.0,12.1",
+    ])
