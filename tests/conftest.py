@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Iterator, List, Tuple
 
 import pytest
 
 import guards
-import guards.install as guards_install
+import guards.registry as guards_registry
 import guards.targets as guards_targets
 
 pytest_plugins = ["pytester"]
@@ -60,7 +60,8 @@ def registry_snapshot(table: dict) -> dict:
 
 @pytest.fixture(autouse=True)
 def _guards_isolation(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Every test starts and ends with no guards installed, nothing neutralized, the declarations as found.
+    """Every test starts with no guards installed and ends with the guards, neutralize state and declarations
+    as found (the declared backend is always reset).
 
     The outer environment's TRTCAP_* variables are removed so a developer's shell cannot steer a test.
     """
@@ -68,17 +69,18 @@ def _guards_isolation(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv(guards.ENV_BACKEND, raising=False)
     declared = guards_targets._declared
     before = (declared.targets, declared.targets_origin, declared.backend, declared.backend_origin)
-    neutral = guards_install.state_snapshot()
-    was_installed = guards.is_installed()
+    neutral = guards_registry.state_snapshot()
+    was_installed = guards.is_installed()  # e.g. by the trtcap plugin under ``-o trtcap_guards=on``
+    guards.uninstall()  # every test starts from the stock registry, whatever the ini says
     try:
         yield
     finally:
         guards.uninstall()
-        guards_install.restore_state(neutral)
+        guards_registry.restore_state(neutral)
         guards.declare_backend(None)  # the declared backend is reset whatever the test did
         (declared.targets, declared.targets_origin, declared.backend, declared.backend_origin) = before
         declared.version += 1
-        if was_installed:  # pragma: no cover - only if something outside the suite installed them
+        if was_installed:  # hand back what the plugin (or whoever) had installed
             guards.install()
 
 

@@ -99,6 +99,7 @@ class Mixed(nn.Module):
         super().__init__()
         self.fc = nn.Linear(8, 8)
         self.conv = nn.Conv3d(1, 1, 1)
+        self.bias = nn.Parameter(torch.zeros(3))
 
     def forward(self, x: torch.Tensor, y: torch.Tensor, v: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         h = self.fc(x)  # linear
@@ -108,7 +109,7 @@ class Mixed(nn.Module):
         att = F.scaled_dot_product_attention(h[None, None], h[None, None], h[None, None])
         cd = torch.ops.aten._cdist_forward(h, h, 2.0, None)
         c3 = self.conv(h[None, None, :, :, None])
-        return mm, mv, bmm, att, cd, c3, torch.dot(v, v), torch.addmm(v, h, y)
+        return mm, mv, bmm, att, cd, c3, torch.dot(v, v), torch.addmm(self.bias, h, y)
 
 
 # --- single-op cases ---------------------------------------------------------------------------
@@ -189,6 +190,47 @@ def partition(gm: torch.fx.GraphModule, settings: Any = None) -> torch.fx.GraphM
 def export_and_partition(model: nn.Module, args: Tuple[Any, ...]) -> torch.fx.GraphModule:
     """The whole recipe, uncached."""
     return partition(lower(model, args))
+
+
+# --- shared, cached graphs ------------------------------------------------------------------------
+
+#: The MLP's example input (3 rows of 8 features).
+MLP_INPUT = inputs_for([(3, 8)], seed=1)[0]
+
+
+def seeded(cls: Callable[..., nn.Module], *args: Any, seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    return cls(*args).eval()
+
+
+def mlp(dtype: torch.dtype = torch.float32) -> Tuple[nn.Module, Tuple[torch.Tensor]]:
+    """The seeded [Linear, ReLU, Linear] model in ``dtype`` and its example input."""
+    return seeded(MLP).to(dtype), (MLP_INPUT.to(dtype),)
+
+
+def lowered_mlp(dtype: torch.dtype = torch.float32) -> torch.fx.GraphModule:
+    return lowered(("mlp", dtype), lambda: mlp(dtype))
+
+
+def gemm_graph(op: str, dtype: torch.dtype = torch.float32) -> torch.fx.GraphModule:
+    """One op of :data:`GEMM_OPS`, exported and lowered in ``dtype``."""
+    fn, shapes = GEMM_OPS[op]
+    return lowered(("gemm", op, dtype), lambda: (Fn(fn), inputs_for(shapes, dtype)))
+
+
+def attention_graph(dtype: torch.dtype = torch.float32) -> torch.fx.GraphModule:
+    return lowered(("sdpa", dtype), lambda: (Attention(), inputs_for([(1, 2, 4, 8)] * 3, dtype)))
+
+
+def cdist_forward_graph(mode: Optional[int], rows: int, dtype: torch.dtype = torch.float32) -> torch.fx.GraphModule:
+    return lowered(
+        ("cdist_forward", mode, rows, dtype), lambda: (CdistForward(mode), inputs_for([(rows, 4), (6, 4)], dtype))
+    )
+
+
+def conv_graph(dims: int, dtype: torch.dtype = torch.float32) -> torch.fx.GraphModule:
+    shape = (1, 2, 5, 5) if dims == 2 else (1, 2, 5, 5, 5)
+    return lowered(("conv", dims, dtype), lambda: (seeded(Conv, dims).to(dtype), inputs_for([shape], dtype)))
 
 
 # --- reading a partitioned module --------------------------------------------------------------
