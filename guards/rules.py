@@ -157,10 +157,13 @@ class Rule:
 
     def rejects(self, node: Any, target_name: Optional[str] = None) -> bool:
         """True when ``node`` needs what this rule says the capability cannot serve. Never raises."""
-        name = target_name if target_name is not None else target_name_of(getattr(node, "target", None))
-        if not self.applies_to(name):
-            return False
-        return bool(self.check(node, self.operands_for(name)))
+        try:
+            name = target_name if target_name is not None else target_name_of(getattr(node, "target", None))
+            if not self.applies_to(name):
+                return False
+            return bool(self.check(node, self.operands_for(name)))
+        except Exception:
+            return True  # an unreadable node is kept off the restricted capability
 
 
 _TWO = ((0, "self"), (1, "other"))

@@ -82,8 +82,12 @@ def parse_targets(text: str, name: str = ENV_TARGETS) -> Tuple[Capability, ...]:
 def coerce_targets(targets: Any, name: str) -> Tuple[Capability, ...]:
     if isinstance(targets, str):
         return parse_targets(targets, name)
+    try:
+        items = list(targets)
+    except TypeError:
+        raise ValueError(f"{name}: invalid compute capabilities {targets!r}; expected e.g. '7.5' or [(7, 5)]") from None
     caps = []
-    for t in targets:
+    for t in items:
         if isinstance(t, str):
             caps.extend(parse_targets(t, name))
         elif (
@@ -300,9 +304,10 @@ def capability_decision(settings: Any = None, *, probe_host: bool = True) -> Cap
     Cached on everything it reads, so validators can ask for every node cheaply.
     """
     settings_caps = _settings_targets(settings)
+    upstream = _upstream_predicate() if settings_caps is not None else None
     env_targets = os.environ.get(ENV_TARGETS)
     key = (settings_caps, _declared.version, env_targets, os.environ.get(ENV_BACKEND), _host, probe_host)
-    hit = _cache.get(key)
+    hit = _cache.get(key) if upstream is None else None
     if hit is not None and (hit.backend != "absent" or "torch_tensorrt" not in sys.modules):
         return hit
     if settings_caps is not None:
@@ -321,7 +326,6 @@ def capability_decision(settings: Any = None, *, probe_host: bool = True) -> Cap
             targets, source, origin = (), "none", "none"
     backend, backend_origin = _resolve_backend()
     turing = backend != "standard" and TURING in targets
-    upstream = _upstream_predicate() if settings_caps is not None else None
     if upstream is not None and backend == "rtx":
         turing = bool(upstream(settings))
     where = f"targets {format_targets(targets)} from {origin}" if targets else f"no targets ({origin})"
@@ -332,9 +336,10 @@ def capability_decision(settings: Any = None, *, probe_host: bool = True) -> Cap
     else:
         reason = f"SM 7.5 is not among the targets ({where})"
     decision = CapabilityDecision(targets, source, origin, backend, backend_origin, turing, reason)
-    if len(_cache) > 256:
-        _cache.clear()
-    _cache[key] = decision
+    if upstream is None:  # upstream's answer may depend on more than the targets: never cache it
+        if len(_cache) > 256:
+            _cache.clear()
+        _cache[key] = decision
     return decision
 
 

@@ -31,7 +31,8 @@ def rejecting_rule(node: Any, settings: Any = None, rules: Sequence[Rule] = RULE
                 return rule
     except Exception:
         # Unreadable node on a build that targets a restricted capability: keep it off TensorRT.
-        return rules[0] if rules else None
+        restricted = [r for r in rules if decision.targets_capability(r.capability)]
+        return restricted[0] if restricted else None
     return None
 
 

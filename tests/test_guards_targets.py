@@ -191,16 +191,8 @@ def test_declare_targets_undo_handle_and_context_manager(targets):
     assert guards.capability_decision().targets == ((8, 9),)
 
 
-NOT_ITERABLE = pytest.mark.xfail(
-    raises=TypeError,
-    strict=True,
-    reason="guards bug: coerce_targets iterates a non-iterable and lets TypeError out instead of a ValueError "
-    "naming the source",
-)
-
-
 @pytest.mark.parametrize(
-    "bad", [[(7,)], [(7, "5")], [(True, 5)], [(-7, 5)], [None], [7.5], pytest.param(75, marks=NOT_ITERABLE)]
+    "bad", [[(7,)], [(7, "5")], [(True, 5)], [(-7, 5)], [None], [7.5], 75]
 )
 def test_declare_targets_rejects_malformed_targets(bad):
     with pytest.raises(ValueError, match="^test: "):
@@ -342,11 +334,6 @@ def test_upstream_predicate_not_consulted_without_settings_targets(tt, targets, 
     assert calls == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="guards bug: capability_decision's cache key omits the upstream predicate, so a decision cached "
-    "before torch_tensorrt._utils.trt_rtx_targets_turing existed is returned without consulting it",
-)
 def test_upstream_predicate_that_appears_later_is_consulted(tt, targets, monkeypatch):
     """The predicate's cache must not hide an upstream predicate that appeared after a first answer."""
     import torch_tensorrt._utils as utils

@@ -443,18 +443,7 @@ def test_validators_answer_nodes_whose_attributes_raise(make, targets):
     assert not all(answers.values())  # at least the rule that choked keeps it off TensorRT
 
 
-OFF_TURING_NASTY = dict(NASTY_NODES)
-OFF_TURING_NASTY["every attribute raises"] = pytest.param(
-    NASTY_NODES["every attribute raises"],
-    marks=pytest.mark.xfail(
-        strict=True,
-        reason="guards bug: rejecting_rule's 'except Exception: return rules[0]' also fires when no declared "
-        "target is restricted (reading node.target raised before the targets were consulted)",
-    ),
-)
-
-
-@pytest.mark.parametrize("make", list(OFF_TURING_NASTY.values()), ids=list(OFF_TURING_NASTY))
+@pytest.mark.parametrize("make", list(NASTY_NODES.values()), ids=list(NASTY_NODES))
 def test_validators_restrict_nothing_off_turing_even_for_unreadable_nodes(make, targets):
     targets("8.9")
     node = make()
@@ -462,12 +451,6 @@ def test_validators_restrict_nothing_off_turing_even_for_unreadable_nodes(make, 
 
 
 @pytest.mark.parametrize("make", list(NASTY_NODES.values()), ids=list(NASTY_NODES))
-@pytest.mark.xfail(
-    strict=True,
-    raises=Boom,
-    reason="guards bug: Rule.rejects promises 'Never raises' but its checks read node/operand attributes with "
-    "getattr(..., None)/hasattr/tuple(), which let non-AttributeError exceptions escape",
-)
 def test_rule_checks_never_raise_on_nodes_whose_attributes_raise(make):
     node = make()
     for rule in guards.RULES:
