@@ -304,7 +304,7 @@ class SessionPlugin:
             gpu = guards.gpu_less_import_status()
             workeroutput["trtcap"] = {
                 "gpu_less": gpu.describe() if gpu.applied else "",
-                "fired": self.fired_lines(),
+                "fired": [[rule, target, n] for (rule, target), n in self.fired_counts().items()],
             }
 
     @pytest.hookimpl(optionalhook=True)
@@ -324,14 +324,14 @@ class SessionPlugin:
                 for line in lines:
                     terminalreporter.write_line(line)
 
-    def fired_lines(self) -> List[str]:
-        """What the guards kept off TensorRT during this session."""
-        now = guards.fired()
-        return sorted(
-            f"{rule} on {target} x{n - self.fired_before.get((rule, target), 0)}"
-            for (rule, target), n in now.items()
-            if n > self.fired_before.get((rule, target), 0)
-        )
+    def fired_counts(self) -> Counter:
+        """What the guards kept off TensorRT during this session: here, or summed over xdist workers."""
+        counts: Counter = Counter(guards.fired())
+        counts.subtract(self.fired_before)
+        for worker in self.state.worker_status:
+            for rule, target, n in worker.get("fired", ()):
+                counts[(rule, target)] += n
+        return Counter({key: n for key, n in counts.items() if n > 0})
 
     def summary_lines(self) -> List[str]:
         lines: List[str] = []
@@ -345,9 +345,9 @@ class SessionPlugin:
         neutral = guards.neutralized()
         if neutral:
             lines.append(f"neutralized guards: {', '.join(neutral)}")
-        fired = self.fired_lines() or sorted({f for w in self.state.worker_status for f in w.get("fired", ())})
+        fired = self.fired_counts()
         if fired:
-            lines.append("guards fired: " + ", ".join(fired))
+            lines.append("guards fired: " + ", ".join(f"{r} on {t} x{n}" for (r, t), n in sorted(fired.items())))
         gpu = guards.gpu_less_import_status()
         applied = [gpu.describe()] if gpu.applied else sorted({w["gpu_less"] for w in self.state.worker_status if w.get("gpu_less")})
         if applied:

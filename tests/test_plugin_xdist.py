@@ -52,6 +52,13 @@ def test_3_gemm():
 @pytest.mark.trt_conv3d
 def test_4_conv3d():
     pass
+
+
+def test_5_guards_fire_in_this_worker_too():
+    import plugin_recipe
+
+    pm, _, _ = plugin_recipe.partition()
+    assert len([n for n, _ in pm.named_children() if n.startswith("_run_on_gpu")]) == 2
 """
 
 CONVERTER_FILE = """
@@ -90,7 +97,7 @@ def test_two_workers_isolate_and_the_controller_reports(pytester: pytest.Pyteste
         "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile", "-rs", "--trt-target-sm", "7.5",
     )
     assert result.ret == pytest.ExitCode.OK
-    result.assert_outcomes(passed=5, skipped=3, warnings=2)
+    result.assert_outcomes(passed=6, skipped=3, warnings=2)
     result.stdout.fnmatch_lines([
         "trtcap: targets: 7.5 (from --trt-target-sm); backend: rtx (detected); targets Turing on TensorRT-RTX: yes",
         "created: 2/2 workers",
@@ -115,6 +122,6 @@ def test_two_workers_isolate_and_the_controller_reports(pytester: pytest.Pyteste
     result.stdout.fnmatch_lines_random([
         "  test_atomic.py::test_1_leaks_an_atomic_subgraph -> added ATOMIC_SUBGRAPHS entry (WorkerPattern, (), True)",
         "  test_converter.py::test_1_leaks_a_converter -> aten.mm.default: 1 converter added",
-        "guards fired: fp32_gemm on aten.linear.default x2",
+        "guards fired: fp32_gemm on aten.linear.default x4",  # two per worker, summed
         "gpu-less import: applied (device queries answered with 7.5)",
     ])
