@@ -31,6 +31,16 @@ except ImportError:  # pragma: no cover - hypothesis is a test extra
     pass
 
 
+@pytest.fixture(autouse=True)
+def no_trtcap_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's shell must not steer these runs (nor cut summary lines at 80 columns)."""
+    from pytest_trtcap.settings import SPECS
+
+    for spec in SPECS:
+        monkeypatch.delenv(spec.env, raising=False)
+    monkeypatch.setenv("COLUMNS", "240")
+
+
 @pytest.fixture(scope="session")
 def tt() -> Any:
     """``torch_tensorrt``, imported through guards (answers the two device queries on a CUDA-less host)."""

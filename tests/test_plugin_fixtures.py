@@ -16,16 +16,9 @@ import pytest
 import guards
 import pytest_trtcap
 from pytest_trtcap import PartitionCounts, assert_partition_counts, count_partitions, describe_partitions
-from pytest_trtcap import settings as trtcap_settings
 
 RECIPE = Path(__file__).with_name("plugin_recipe.py")
 
-
-@pytest.fixture(autouse=True)
-def no_trtcap_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for spec in trtcap_settings.SPECS:
-        monkeypatch.delenv(spec.env, raising=False)
-    monkeypatch.setenv("COLUMNS", "240")  # short test summary lines are not cut at 80 columns
 
 
 @pytest.fixture(scope="module", autouse=True)

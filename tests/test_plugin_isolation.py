@@ -9,14 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_trtcap import settings as trtcap_settings
 
-
-@pytest.fixture(autouse=True)
-def no_trtcap_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for spec in trtcap_settings.SPECS:
-        monkeypatch.delenv(spec.env, raising=False)
-    monkeypatch.setenv("COLUMNS", "240")  # short test summary lines are not cut at 80 columns
 
 
 # --- one session with every kind of change ------------------------------------------------------------

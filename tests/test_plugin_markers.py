@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_trtcap import settings as trtcap_settings
 
 REASON = "trtcap: TensorRT-RTX cannot serve {what} on SM 7.5 (targets 7.5 from --trt-target-sm)"
 
@@ -103,12 +102,6 @@ def test_module_two():
     pass
 '''
 
-
-@pytest.fixture(autouse=True)
-def no_trtcap_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for spec in trtcap_settings.SPECS:
-        monkeypatch.delenv(spec.env, raising=False)
-    monkeypatch.setenv("COLUMNS", "240")  # short test summary lines are not cut at 80 columns
 
 
 @pytest.fixture

@@ -14,17 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trtcap import settings as trtcap_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
-def no_trtcap_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for spec in trtcap_settings.SPECS:
-        monkeypatch.delenv(spec.env, raising=False)
+def no_pythonpath(no_trtcap_environment: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The torch-less venv must not see this environment's packages."""
     monkeypatch.delenv("PYTHONPATH", raising=False)
-    monkeypatch.setenv("COLUMNS", "240")
 
 
 def _pip(python: Path, *args: str) -> None:

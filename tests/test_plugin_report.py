@@ -10,17 +10,10 @@ from pathlib import Path
 import pytest
 
 import guards
-from pytest_trtcap import settings as trtcap_settings
 
 RECIPE = Path(__file__).with_name("plugin_recipe.py")
 INSTALLED = guards.torch_tensorrt_version()  # read from the distribution, without importing it
 
-
-@pytest.fixture(autouse=True)
-def no_trtcap_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for spec in trtcap_settings.SPECS:
-        monkeypatch.delenv(spec.env, raising=False)
-    monkeypatch.setenv("COLUMNS", "240")  # short test summary lines are not cut at 80 columns
 
 
 MARKED = """

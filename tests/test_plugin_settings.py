@@ -27,13 +27,6 @@ def test_fp32_gemm():
 """
 
 
-@pytest.fixture(autouse=True)
-def no_trtcap_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A developer's shell must not steer these runs."""
-    for spec in trtcap_settings.SPECS:
-        monkeypatch.delenv(spec.env, raising=False)
-    monkeypatch.setenv("COLUMNS", "240")  # short test summary lines are not cut at 80 columns
-
 
 def _import_hooks() -> list:
     return [f for f in sys.meta_path if type(f).__name__ == "_ImportHook"]

@@ -8,18 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trtcap import settings as trtcap_settings
 
 pytest.importorskip("xdist")
 
 RECIPE = Path(__file__).with_name("plugin_recipe.py")
 
-
-@pytest.fixture(autouse=True)
-def no_trtcap_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for spec in trtcap_settings.SPECS:
-        monkeypatch.delenv(spec.env, raising=False)
-    monkeypatch.setenv("COLUMNS", "240")  # short test summary lines are not cut at 80 columns
 
 
 # One file per worker (--dist loadfile): each leaks, then checks that its own process was restored.
