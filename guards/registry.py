@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+import sys
 from collections import Counter
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -18,6 +19,7 @@ from .rules import ALL_TARGETS, RULES, Rule, explicit_targets, rules_for, target
 from .validators import rejecting_rule
 
 _LOG = logging.getLogger("guards")
+REGISTRY_MODULE = "torch_tensorrt.dynamo.conversion._ConverterRegistry"
 _ORIGINAL = "_trtcap_original"  # attribute on a guarded validator: the ConverterSupport it replaced
 
 #: Targets whose guard is switched off (a count per target, so neutralize() nests).
@@ -116,9 +118,7 @@ def uninstall() -> int:
     Imports nothing: where torch_tensorrt's registry was never imported no guard can be installed, and importing
     it here would cost seconds and, on a host without CUDA, answer its device queries as a side effect.
     """
-    import sys
-
-    if "torch_tensorrt.dynamo.conversion._ConverterRegistry" not in sys.modules:
+    if REGISTRY_MODULE not in sys.modules:
         return 0
     restored = 0
     for table in registry_dicts():
@@ -134,9 +134,7 @@ def uninstall() -> int:
 
 def is_installed() -> bool:
     """Whether any guard sits in the live registry (read from the registry, never a stale flag)."""
-    import sys
-
-    if "torch_tensorrt.dynamo.conversion._ConverterRegistry" not in sys.modules:
+    if REGISTRY_MODULE not in sys.modules:
         return False
     return any(_is_guarded(s) for t in registry_dicts() for e in t.values() if isinstance(e, list) for s in e)
 
@@ -182,6 +180,10 @@ class neutralize:
 
     def __init__(self, target: Any) -> None:
         self.target = parse_target_name(target, "neutralize")
+        if REGISTRY_MODULE in sys.modules and self.target not in explicit_targets():
+            known = {target_name_of(t) for table in registry_dicts() for t in table}
+            if self.target not in known:
+                raise ValueError(f"neutralize: {self.target!r} is not a registered converter target")
 
     def __enter__(self) -> str:
         _neutralized[self.target] += 1

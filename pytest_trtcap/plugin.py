@@ -197,7 +197,8 @@ def header_lines(state: TrtcapState) -> List[str]:
     elif guards.is_installed():
         guard_text = f"installed ({len(state.installed_targets) or 'all'} targets)"
     else:
-        guard_text = "on (installed when torch_tensorrt is imported)"
+        source = "" if s.guards.source == "default" else f"from {s.guards.source}; "
+        guard_text = f"on ({source}installed when torch_tensorrt is imported)"
     neutral = ", ".join(guards.neutralized()) or "none"
     lines.append(f"trtcap: guards: {guard_text}; neutralized: {neutral}")
     gpu = guards.gpu_less_import_status()

@@ -316,3 +316,10 @@ def test_upstream_guard_detected_through_a_closure():
 
     assert _references_upstream_guard(make())
     assert not _references_upstream_guard(lambda node, settings=None: True)
+
+
+def test_neutralize_rejects_a_target_the_live_registry_does_not_have(tt):
+    with pytest.raises(ValueError, match="'aten.nosuchop.default' is not a registered converter target"):
+        guards.neutralize("aten.nosuchop.default")
+    with guards.neutralize("aten.relu.default") as name:  # guarded by the BF16 rule, registered
+        assert name in guards.neutralized()
