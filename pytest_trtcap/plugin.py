@@ -10,13 +10,18 @@ import sys
 import warnings
 from collections import Counter
 from contextlib import ExitStack
-from typing import Any, Callable, Dict, Generator, List, Optional
+from typing import Any, Callable, Dict, Generator, List, Optional, TYPE_CHECKING
 
 import pytest
 
 import guards
 
-from . import hooks, isolation, markers, partitions, settings as settings_mod
+from . import hooks, markers, partitions, settings as settings_mod
+
+# ``isolation`` is imported by ``TrtcapState.get_isolation`` when the first test needs it, not at plugin load:
+# loading the plugin is paid by every pytest run in the environment, collect-only and unrelated suites included.
+if TYPE_CHECKING:
+    from . import isolation
 
 _STATE = pytest.StashKey["TrtcapState"]()
 _HELD = pytest.StashKey[bool]()
@@ -46,6 +51,8 @@ class TrtcapState:
 
     def get_isolation(self) -> isolation.Isolation:
         if self.isolation is None:
+            from . import isolation
+
             specs = isolation.builtin_specs()
             for result in self.config.hook.pytest_trtcap_isolated_state(config=self.config):
                 for entry in result or ():
