@@ -83,7 +83,10 @@ def _flatten(values: Any, depth: int = 0) -> Iterator[Any]:
 def fp32_operand(node: Any, operands: Operands) -> bool:
     """Any of the listed operands is FP32."""
     fp32 = _dtype("float32")
-    return any(_dtype_of(arg) == fp32 for arg in _operands(node, operands))
+    for index, name in operands:  # a plain loop, not generators: this runs for every GEMM node on Turing
+        if _dtype_of(_arg(node, index, name)) == fp32:
+            return True
+    return False
 
 
 def cdist_emits_matmul(node: Any, operands: Operands) -> bool:
@@ -130,7 +133,27 @@ def bf16_anywhere(node: Any, operands: Operands) -> bool:
         args if isinstance(args, (tuple, list)) else (),
         kwargs if isinstance(kwargs, dict) else {},
     )
-    return any(_dtype_of(v) == bf16 for v in (*_flatten(outputs), *_flatten(inputs)))
+    return _leaf_has_dtype(outputs, bf16) or _leaf_has_dtype(inputs, bf16)
+
+
+def _leaf_has_dtype(values: Any, dtype: Any, depth: int = 0) -> bool:
+    """Whether a leaf of ``values``, in :func:`_flatten`'s order, has ``dtype``.
+
+    ``any(_dtype_of(v) == dtype for v in _flatten(values))`` without a generator per level: this runs for
+    every node on Turing targets.
+    """
+    if depth < 4:
+        if isinstance(values, (tuple, list)):
+            for v in values:
+                if _leaf_has_dtype(v, dtype, depth + 1):
+                    return True
+            return False
+        if isinstance(values, dict):
+            for v in values.values():
+                if _leaf_has_dtype(v, dtype, depth + 1):
+                    return True
+            return False
+    return bool(_dtype_of(values) == dtype)
 
 
 # --- the table ---------------------------------------------------------------------------------
