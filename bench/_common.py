@@ -1,0 +1,184 @@
+"""Shared helpers for the benchmarks: machine description, medians, interleaved subprocess timing, ratio lines.
+
+Every benchmark reports a figure, the baseline measured in the same run, and their ratio, in one line that
+starts with ``ratio <name>:`` (the smoke test looks for those lines). Targets are checked only outside
+``--quick``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+
+@dataclass
+class Result:
+    """One benchmark's figure against its baseline."""
+
+    name: str  # short id, printed as ``ratio <name>:``
+    what: str  # one line for the table
+    value: float
+    baseline: float
+    unit: str
+    target: Optional[float] = None  # the ratio must be <= target (None: for information)
+    detail: Dict[str, str] = field(default_factory=dict)
+    checked: bool = True  # False in --quick mode
+    problems: List[str] = field(default_factory=list)  # correctness failures found while measuring
+    #: For interleaved runs: the median of the per-round ratios (each round runs both sides back to back),
+    #: which is the ratio checked; the medians of each side are printed beside it.
+    paired: Optional[float] = None
+    rounds: int = 0
+
+    @property
+    def ratio_of_medians(self) -> float:
+        return self.value / self.baseline if self.baseline else float("inf")
+
+    @property
+    def ratio(self) -> float:
+        return self.paired if self.paired is not None else self.ratio_of_medians
+
+    @property
+    def verdict(self) -> str:
+        if self.target is None:
+            return "for information"
+        if not self.checked:
+            return f"target <= {self.target:.3g}, not checked (--quick)"
+        return f"target <= {self.target:.3g}: {'met' if self.ratio <= self.target else 'MISSED'}"
+
+    @property
+    def missed(self) -> bool:
+        if self.checked and self.problems:
+            return True
+        return self.checked and self.target is not None and self.ratio > self.target
+
+    def line(self) -> str:
+        problems = "".join(f"; PROBLEM: {p}" for p in self.problems)
+        if self.paired is not None:
+            return (f"ratio {self.name}: {self.ratio:.3f} (median of {self.rounds} per-round ratios; medians "
+                    f"{fmt(self.value, self.unit)} vs baseline {fmt(self.baseline, self.unit)}, ratio of medians "
+                    f"{self.ratio_of_medians:.3f}; {self.verdict}{problems})")
+        return (f"ratio {self.name}: {self.ratio:.3f} ({fmt(self.value, self.unit)} vs baseline "
+                f"{fmt(self.baseline, self.unit)}; {self.verdict}{problems})")
+
+
+def fmt(value: float, unit: str) -> str:
+    if unit == "s":
+        return f"{value:.3f} s"
+    if unit == "us":
+        return f"{value:.2f} us"
+    if unit == "ns":
+        return f"{value:.0f} ns"
+    return f"{value:.4g} {unit}"
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def paired_median(values: Sequence[float], baselines: Sequence[float]) -> float:
+    """Median of per-round ratios ``values[i] / baselines[i]`` (both sides of a round run back to back)."""
+    return statistics.median(v / b for v, b in zip(values, baselines))
+
+
+def spread(values: Sequence[float]) -> str:
+    """``min..max`` of a sample, for judging the noise behind a median."""
+    return f"{min(values):.4g}..{max(values):.4g}"
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine() -> Dict[str, str]:
+    from importlib import metadata
+
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "absent"
+
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        affinity = os.cpu_count() or 0
+    try:
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:  # pragma: no cover
+        load = "unknown"
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "nproc": str(affinity),
+        "cpu": cpu_model(),
+        "load average at start": load,
+        "python": platform.python_version(),
+        "pytest": version("pytest"),
+        "torch": version("torch"),
+        "torch-tensorrt-rtx": version("torch-tensorrt-rtx"),
+    }
+
+
+def clean_env(**extra: str) -> Dict[str, str]:
+    """The environment for a measured subprocess: no outer pytest options or trtcap settings steer it."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("TRTCAP_", "PYTEST_")) and k not in ("PYTHONBREAKPOINT",)}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH", "")) if p)
+    env.update(extra)
+    return env
+
+
+def timed_run(cmd: List[str], cwd: str, env: Dict[str, str]) -> Tuple[float, float]:
+    """(wall seconds, CPU seconds user + system) of one fresh process; raises if it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
+
+
+def interleaved(commands: Dict[str, List[str]], runs: int, cwd: str, env: Dict[str, str],
+                warmup: int = 1) -> Tuple[Dict[str, List[float]], Dict[str, List[float]]]:
+    """Run each command ``runs`` times, alternating them and the order within each round (ABBA...).
+
+    Returns (wall seconds, CPU seconds) per command.
+    """
+    names = list(commands)
+    for _ in range(warmup):
+        for name in names:
+            timed_run(commands[name], cwd, env)
+    wall: Dict[str, List[float]] = {name: [] for name in names}
+    cpu: Dict[str, List[float]] = {name: [] for name in names}
+    for i in range(runs):
+        order = names if i % 2 == 0 else names[::-1]
+        for name in order:
+            w, c = timed_run(commands[name], cwd, env)
+            wall[name].append(w)
+            cpu[name].append(c)
+    return wall, cpu
+
+
+def banner(title: str) -> None:
+    print(f"\n== {title} ==", flush=True)

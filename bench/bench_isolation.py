@@ -1,0 +1,211 @@
+"""Benchmark 2: what the per-test isolation costs, with torch_tensorrt imported.
+
+* Per test, in process: ``Isolation(builtin_specs()).hold()`` + ``release()`` (the leak check) on a clean
+  test, against the naive reset fixture: snapshot ``{k: list(v)}`` of ``DYNAMO_ATEN_CONVERTERS`` and
+  ``list(ATOMIC_SUBGRAPHS)``, then restore with ``clear()``/``update()`` and slice assignment. Medians of
+  per-iteration times, the two measured in alternating blocks. Also the cost when a test did leak (one
+  converter added), for information.
+* A suite of 2,000 trivial tests whose conftest imports torch_tensorrt (so isolation is active), each run
+  in a fresh process with the plugin and with ``-p no:trtcap`` (same conftest), alternated; wall times.
+
+    python bench/bench_isolation.py [--quick] [--iterations N] [--tests N] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import os
+import sys
+import tempfile
+import time
+from typing import Callable, Dict, List, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import Result, banner, clean_env, interleaved, median, paired_median, spread  # noqa: E402
+
+PER_TEST_TARGET = 1 / 3
+SUITE_TARGET = 1.05
+BLOCK = 50  # iterations per block; the contenders alternate block by block
+
+
+def _state() -> Tuple[dict, object, object]:
+    import guards
+
+    guards.import_torch_tensorrt()
+    from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_ATEN_CONVERTERS
+    from torch_tensorrt.dynamo.partitioning import _atomic_subgraphs
+
+    return DYNAMO_ATEN_CONVERTERS, _atomic_subgraphs, guards
+
+
+def _alternate(contenders: Dict[str, Callable[[], int]], iterations: int) -> Dict[str, List[float]]:
+    """Per-iteration times in microseconds; contenders alternate in blocks of ``BLOCK`` iterations."""
+    times: Dict[str, List[float]] = {name: [] for name in contenders}
+    for fn in contenders.values():  # warm-up
+        for _ in range(BLOCK):
+            fn()
+    done = 0
+    while done < iterations:
+        n = min(BLOCK, iterations - done)
+        for name, fn in contenders.items():
+            out = times[name]
+            for _ in range(n):
+                out.append(fn() / 1000.0)
+        done += n
+        contenders = dict(reversed(list(contenders.items())))
+    return times
+
+
+def per_test(iterations: int, quick: bool) -> List[Result]:
+    table, atomic_module, guards = _state()
+    from pytest_trtcap.isolation import Isolation, builtin_specs
+
+    isolation = Isolation(builtin_specs())
+    clock = time.perf_counter_ns
+
+    def plugin_clean() -> int:
+        t0 = clock()
+        isolation.hold()
+        changes = isolation.release()
+        t1 = clock()
+        if changes:
+            raise AssertionError(f"a clean iteration reported changes: {changes}")
+        return t1 - t0
+
+    def naive() -> int:
+        t0 = clock()
+        snapshot = {k: list(v) for k, v in table.items()}
+        atomic = list(atomic_module.ATOMIC_SUBGRAPHS)
+        # ... the test runs here ...
+        table.clear()
+        table.update(snapshot)
+        atomic_module.ATOMIC_SUBGRAPHS[:] = atomic
+        t1 = clock()
+        return t1 - t0
+
+    linear = next(k for k in table if str(k) == "aten.linear.default")
+    extra = dataclasses.replace(table[linear][0])
+
+    def plugin_leak() -> int:
+        t0 = clock()
+        isolation.hold()
+        t1 = clock()
+        table[linear].append(extra)  # the test leaks one converter (not timed)
+        t2 = clock()
+        changes = isolation.release()
+        t3 = clock()
+        if not changes or any(c is extra for c in table[linear]):
+            raise AssertionError(f"the leak was not reported and undone: {changes}")
+        return (t1 - t0) + (t3 - t2)
+
+    entries = sum(len(v) for v in table.values())
+    banner(f"isolation per test: {iterations} iterations each, alternating blocks of {BLOCK} "
+           f"(registry: {len(table)} targets, {entries} converters; "
+           f"ATOMIC_SUBGRAPHS: {len(atomic_module.ATOMIC_SUBGRAPHS)} entries)")
+    gc.collect()
+    times = _alternate({"plugin": plugin_clean, "naive": naive}, iterations)
+    leak_times = _alternate({"leak": plugin_leak, "naive": naive}, max(iterations // 5, BLOCK))
+    ours, base = median(times["plugin"]), median(times["naive"])
+    leak, leak_base = median(leak_times["leak"]), median(leak_times["naive"])
+    print(f"pytest_trtcap.isolation hold + leak check + restore, clean test: median {ours:.2f} us "
+          f"(range {spread(times['plugin'])} us)")
+    print(f"naive reset fixture (copy every list, clear/update + slice restore): median {base:.2f} us "
+          f"(range {spread(times['naive'])} us)")
+    print(f"pytest_trtcap.isolation when the test leaked one converter (describe + restore): median {leak:.2f} us")
+    clean = Result("isolation_per_test", "isolation per test, clean test (hold + leak check + restore)",
+                   ours, base, "us", PER_TEST_TARGET, checked=not quick,
+                   detail={"iterations": f"{iterations} each, alternating blocks of {BLOCK}",
+                           "registry": f"{len(table)} targets, {entries} converters"})
+    leaked = Result("isolation_leak", "isolation per test, test leaked one converter (report + restore)",
+                    leak, leak_base, "us", None, checked=not quick,
+                    detail={"iterations": f"{len(leak_times['leak'])} each"})
+    for r in (clean, leaked):
+        print(r.line(), flush=True)
+    return [clean, leaked]
+
+
+_CONFTEST = '''\
+import os
+
+import guards
+
+# Without the plugin nothing answers torch_tensorrt's device queries on a GPU-less host; the plugin's import
+# hook would, but both sides use this same conftest.
+guards.import_torch_tensorrt()
+
+
+def pytest_sessionfinish(session):
+    plugin = session.config.pluginmanager.get_plugin("trtcap-session")
+    isolation = getattr(getattr(plugin, "state", None), "isolation", None)
+    held = sorted(getattr(isolation, "baselines", {}) or {})
+    with open(os.environ["TRTCAP_BENCH_PROBE"], "a", encoding="utf-8") as f:
+        f.write("plugin=%s held=%s\\n" % (plugin is not None, ",".join(held)))
+'''
+
+
+def suite(n_tests: int, runs: int, quick: bool) -> List[Result]:
+    banner(f"isolation in a suite: {n_tests} trivial tests, conftest imports torch_tensorrt, "
+           f"{runs} run(s) each side, alternated")
+    with tempfile.TemporaryDirectory(prefix="trtcap-bench-suite-") as workdir:
+        with open(os.path.join(workdir, "pytest.ini"), "w", encoding="utf-8") as f:
+            f.write("[pytest]\n")
+        with open(os.path.join(workdir, "conftest.py"), "w", encoding="utf-8") as f:
+            f.write(_CONFTEST)
+        with open(os.path.join(workdir, "test_trivial.py"), "w", encoding="utf-8") as f:
+            for i in range(n_tests):
+                f.write(f"def test_{i:05d}():\n    pass\n\n")
+        probe = os.path.join(workdir, "probe.txt")
+        env = clean_env(TRTCAP_BENCH_PROBE=probe)
+        base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_trivial.py"]
+        commands = {"plugin": base, "no plugin": base[:3] + ["-p", "no:trtcap"] + base[3:]}
+        times, cpu = interleaved(commands, runs, workdir, env, warmup=0 if quick else 1)
+        with open(probe, encoding="utf-8") as f:  # one line per run, from the conftest
+            lines = sorted(set(f.read().splitlines()))
+    probes = {
+        "plugin": " | ".join(l for l in lines if l.startswith("plugin=True")) or "no run reported the plugin",
+        "no plugin": " | ".join(l for l in lines if l.startswith("plugin=False")) or "every run reported the plugin",
+    }
+    with_plugin, without = median(times["plugin"]), median(times["no plugin"])
+    print(f"command: python -m pytest -q -p no:cacheprovider test_trivial.py  vs  ... -p no:trtcap")
+    cpu_with, cpu_without = median(cpu["plugin"]), median(cpu["no plugin"])
+    print(f"with plugin:   wall median {with_plugin:.3f} s (range {spread(times['plugin'])} s); "
+          f"CPU median {cpu_with:.3f} s; probe: {probes['plugin']}")
+    print(f"-p no:trtcap:  wall median {without:.3f} s (range {spread(times['no plugin'])} s); "
+          f"CPU median {cpu_without:.3f} s (CPU ratio {cpu_with / cpu_without:.3f}); probe: {probes['no plugin']}")
+    paired = paired_median(times["plugin"], times["no plugin"])
+    result = Result("isolation_suite", f"suite of {n_tests} trivial tests with torch_tensorrt imported (wall time)",
+                    with_plugin, without, "s", SUITE_TARGET, checked=not quick, paired=paired, rounds=runs,
+                    detail={"runs": f"{runs} each, alternated", "tests": str(n_tests),
+                            "CPU time (user + system, medians)":
+                                f"{cpu_with:.3f} s vs {cpu_without:.3f} s, ratio {cpu_with / cpu_without:.3f}"})
+    if "converter registry" not in probes["plugin"] or "|" in probes["plugin"]:
+        result.problems.append(f"isolation was not active in the plugin run ({probes['plugin']})")
+    if not probes["no plugin"].startswith("plugin=False"):
+        result.problems.append(f"the plugin was active with -p no:trtcap ({probes['no plugin']})")
+    print(result.line(), flush=True)
+    return [result]
+
+
+def run(quick: bool = False, iterations: int = 0, tests: int = 0, runs: int = 0) -> List[Result]:
+    iterations = iterations or (300 if quick else 5000)
+    tests = tests or (20 if quick else 2000)
+    runs = runs or (1 if quick else 5)
+    return per_test(iterations, quick) + suite(tests, runs, quick)
+
+
+def main(argv: List[str] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, no timing assertions")
+    parser.add_argument("--iterations", type=int, default=0, help="per-test iterations (default 5000)")
+    parser.add_argument("--tests", type=int, default=0, help="tests in the generated suite (default 2000)")
+    parser.add_argument("--runs", type=int, default=0, help="suite runs per side (default 5)")
+    args = parser.parse_args(argv)
+    results = run(args.quick, args.iterations, args.tests, args.runs)
+    return 1 if any(r.missed for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

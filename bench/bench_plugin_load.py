@@ -1,0 +1,144 @@
+"""Benchmark 1: what loading the plugin costs a pytest run.
+
+``pytest --collect-only -q`` of a one-test file in a fresh process, with the plugin (entry point ``trtcap``)
+against ``-p no:trtcap``, alternated run by run; medians, and the median of the per-round ratios (checked). Measured with Python's default
+bytecode caching (the target), and again with ``PYTHONDONTWRITEBYTECODE=1`` for information. Also checks, in a separate fresh
+process, that loading the plugin imports neither torch nor torch_tensorrt.
+
+    python bench/bench_plugin_load.py [--quick] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import List
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import REPO, Result, banner, clean_env, interleaved, median, paired_median, spread  # noqa: E402
+
+TARGET = 1.05
+
+_PROBE = r"""
+import json, sys, pytest
+rc = pytest.main(["--collect-only", "-q", sys.argv[1]])
+print("TRTCAP-PROBE " + json.dumps({
+    "rc": int(rc),
+    "plugin loaded": "pytest_trtcap.plugin" in sys.modules,
+    "plugin file": getattr(sys.modules.get("pytest_trtcap.plugin"), "__file__", ""),
+    "torch imported": "torch" in sys.modules,
+    "torch_tensorrt imported": "torch_tensorrt" in sys.modules,
+    "tensorrt imported": any(m == "tensorrt" or m.startswith(("tensorrt.", "tensorrt_rtx")) for m in sys.modules),
+}))
+"""
+
+
+def probe_imports(workdir: str, test_file: str, env: dict = None) -> dict:
+    proc = subprocess.run([sys.executable, "-c", _PROBE, test_file], cwd=workdir, env=env or clean_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in proc.stdout.splitlines():
+        if line.startswith("TRTCAP-PROBE "):
+            return json.loads(line[len("TRTCAP-PROBE "):])
+    raise RuntimeError(f"import probe printed nothing:\n{proc.stdout[-3000:]}")
+
+
+def _other_plugins() -> str:
+    from importlib import metadata
+
+    names = sorted({ep.name for ep in metadata.entry_points(group="pytest11")} - {"trtcap"})
+    return ", ".join(names) or "none"
+
+
+def _measure(label: str, commands: dict, runs: int, workdir: str, env: dict, warmup: int) -> tuple:
+    """(median with, median without, median of per-round ratios, CPU text) of alternated runs."""
+    times, cpu = interleaved(commands, runs, workdir, env, warmup=warmup)
+    with_plugin, without = median(times["plugin"]), median(times["no plugin"])
+    cpu_with, cpu_without = median(cpu["plugin"]), median(cpu["no plugin"])
+    paired = paired_median(times["plugin"], times["no plugin"])
+    print(f"{label}: median of per-round ratios {paired:.3f}")
+    print(f"  with plugin:    wall median {with_plugin:.3f} s (range {spread(times['plugin'])} s); "
+          f"CPU median {cpu_with:.3f} s")
+    print(f"  -p no:trtcap:   wall median {without:.3f} s (range {spread(times['no plugin'])} s); "
+          f"CPU median {cpu_without:.3f} s (CPU ratio {cpu_with / cpu_without:.3f})")
+    return with_plugin, without, paired, f"{cpu_with:.3f} s vs {cpu_without:.3f} s, ratio {cpu_with / cpu_without:.3f}"
+
+
+def run(quick: bool = False, runs: int = 0) -> List[Result]:
+    runs = runs or (2 if quick else 40)
+    runs_no_pyc = max(1, runs // 3)
+    banner(f"plugin load: pytest --collect-only -q of a one-test file, {runs} runs each, alternated")
+    # Python writes and reuses bytecode caches by default, and a pip-installed plugin ships them compiled.
+    # This machine sets PYTHONDONTWRITEBYTECODE=1, under which every process compiles the plugin's source
+    # (pytest's own modules keep the .pyc files pip wrote): measured too, for information.
+    cached = clean_env()
+    cached.pop("PYTHONDONTWRITEBYTECODE", None)
+    with tempfile.TemporaryDirectory(prefix="trtcap-bench-load-") as workdir:
+        # For the uncached case, a copy of the packages without any __pycache__, first on the path.
+        source = os.path.join(workdir, "source")
+        for package in ("guards", "pytest_trtcap"):
+            shutil.copytree(os.path.join(REPO, package), os.path.join(source, package),
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        uncached = clean_env(PYTHONDONTWRITEBYTECODE="1")
+        uncached["PYTHONPATH"] = os.pathsep.join((source, uncached["PYTHONPATH"]))
+        with open(os.path.join(workdir, "test_one.py"), "w", encoding="utf-8") as f:
+            f.write("def test_one():\n    pass\n")
+        with open(os.path.join(workdir, "pytest.ini"), "w", encoding="utf-8") as f:
+            f.write("[pytest]\n")  # rootdir here: no outer ini steers either side
+        base = [sys.executable, "-m", "pytest", "--collect-only", "-q", "test_one.py"]
+        commands = {"plugin": base, "no plugin": base[:3] + ["-p", "no:trtcap"] + base[3:]}
+        print(f"command: {' '.join(['python'] + base[1:])}  vs  ... -p no:trtcap")
+        # The first (warm-up) run writes the bytecode caches; the timed runs reuse them.
+        with_plugin, without, paired, cpu_text = _measure(
+            "bytecode caches on (Python's default)", commands, runs, workdir, cached, warmup=1 if quick else 2)
+        raw_with, raw_without, raw_paired, raw_cpu = _measure(
+            "PYTHONDONTWRITEBYTECODE=1 (as set on this machine: the plugin's source is compiled in every process)",
+            commands, runs_no_pyc, workdir, uncached, warmup=0 if quick else 1)
+        imports = probe_imports(workdir, "test_one.py")
+        uncached_probe = probe_imports(workdir, "test_one.py", uncached)
+        if not uncached_probe["plugin file"].startswith(source) or any(
+                "__pycache__" in dirs for _, dirs, _ in os.walk(source)):
+            raise RuntimeError(f"the uncached measurement did not load a source-only copy: {uncached_probe}")
+    print("imports at load: " + ", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in imports.items() if k not in ("rc", "plugin file")))
+    if not imports["plugin loaded"]:
+        raise RuntimeError("the trtcap plugin was not loaded: is the project installed (pip install -e .)?")
+    result = Result(
+        "plugin_load", "plugin load: `pytest --collect-only -q`, one-test file, fresh process, wall time",
+        with_plugin, without, "s", TARGET, checked=not quick, paired=paired, rounds=runs,
+        detail={
+            "runs": f"{runs} each, alternated, bytecode caches on",
+            "CPU time (user + system, medians)": cpu_text,
+            "other pytest plugins installed (loaded on both sides)": _other_plugins(),
+            "torch imported at load": "yes" if imports["torch imported"] else "no",
+            "torch_tensorrt imported at load": "yes" if imports["torch_tensorrt imported"] else "no",
+        },
+    )
+    for key in ("torch imported", "torch_tensorrt imported", "tensorrt imported"):
+        if imports[key]:
+            result.problems.append(f"{key.split()[0]} was imported while the plugin loaded")
+    raw = Result(
+        "plugin_load_no_pyc", "plugin load as above with PYTHONDONTWRITEBYTECODE=1 (source compiled every run)",
+        raw_with, raw_without, "s", None, checked=not quick, paired=raw_paired, rounds=runs_no_pyc,
+        detail={"runs": f"{runs_no_pyc} each, alternated", "CPU time (user + system, medians)": raw_cpu},
+    )
+    for r in (result, raw):
+        print(r.line(), flush=True)
+    return [result, raw]
+
+
+def main(argv: List[str] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a few runs, no timing assertions")
+    parser.add_argument("--runs", type=int, default=0, help="runs per side (default 40, 2 with --quick)")
+    args = parser.parse_args(argv)
+    results = run(args.quick, args.runs)
+    return 1 if any(r.missed for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,211 @@
+"""Run every benchmark; print each figure, its baseline and their ratio; write the results table.
+
+    python bench/run_all.py            # full sizes; checks the targets; writes bench/RESULTS.md
+    python bench/run_all.py --quick    # tiny sizes for a CI smoke run; no timing assertions, writes nothing
+
+Exit status: 1 if a benchmark crashed, or (full mode only) missed its target or found a correctness
+problem while measuring; else 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from _common import REPO, Result, fmt, machine  # noqa: E402
+
+COMPARE = os.path.join(HERE, "bench_compare.py")
+QUICK_COMPARE_SIZES = "200"
+
+
+class _Tee:
+    """Copy what the benchmarks print (stdout) into a list, for the results file."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream, self.lines, self._partial = stream, [], ""
+
+    def write(self, text: str) -> int:
+        self.stream.write(text)
+        parts = (self._partial + text).split("\n")
+        self._partial = parts.pop()
+        self.lines.extend(parts)
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+NOTES = [
+    "How each figure is taken:",
+    "",
+    "- **ratios of interleaved runs** (plugin load, suite, partitioning): each round runs both sides back to "
+    "back, the order alternating from round to round; the ratio checked against the target is the median of "
+    "the per-round ratios, and the medians of each side and their ratio are listed beside it. The machine's "
+    "speed drifts by tens of percent over seconds (other work on the host; CPU time follows wall time), so "
+    "two runs close in time compare better than two medians of runs taken at different moments.",
+    "- **plugin load**: wall time of a fresh `python -m pytest --collect-only -q test_one.py` process (a one-test "
+    "file in a temporary directory with an empty `pytest.ini`), with the plugin against `-p no:trtcap`, alternated "
+    "run by run (ABBA...), after warm-up runs. The target is checked with Python's default bytecode "
+    "caching; this machine sets `PYTHONDONTWRITEBYTECODE=1`, under which every pytest process rewrites and "
+    "compiles the plugin's source (pytest's own modules keep the `.pyc` files pip wrote): that case is measured "
+    "too, from a source-only copy of the packages, for information. A separate fresh process checks that loading "
+    "the plugin imports neither torch, torch_tensorrt nor tensorrt.",
+    "- **isolation per test**: in process, with torch_tensorrt imported (`guards.import_torch_tensorrt()`): "
+    "`Isolation(builtin_specs()).hold()` + `release()` on an unchanged registry, against the naive reset fixture "
+    "(`{k: list(v)}` of `DYNAMO_ATEN_CONVERTERS` and `list(ATOMIC_SUBGRAPHS)`, restored with `clear()`/`update()` "
+    "and slice assignment); per-iteration `perf_counter_ns`, the two alternating in blocks of 50; medians.",
+    "- **suite**: 2,000 `def test_i(): pass` in one generated file whose conftest calls "
+    "`guards.import_torch_tensorrt()`; `python -m pytest -q -p no:cacheprovider` with the plugin against "
+    "`-p no:trtcap`, alternated; wall times, nothing subtracted. A conftest hook records, per run, whether "
+    "the plugin's isolation held the registry.",
+    "- **partitioning**: `fast_partition(gm, min_block_size=1)` of a deep copy of the lowered graph of 300 FP16 "
+    "blocks (four `nn.Linear`, fused attention, ReLU, residual), after "
+    "`DYNAMO_CONVERTERS.set_compilation_settings(CompilationSettings(min_block_size=1))`, targets declared with "
+    "`guards.declare_targets`; guards installed against not, two deep copies made before each round so its two "
+    "runs are adjacent; the process's CPU time (single-threaded Python, so this is the time the guards add; "
+    "it leaves out time spent waiting for a core, though not the host's speed drift; wall medians are listed "
+    "too). The guard consultations are counted in an untimed run. The "
+    "\"computed\" rows add what the guarded validators cost over every node of the graph (guarded minus stock, "
+    "swept directly) to the partition time without guards: the same overhead without run-to-run noise.",
+]
+
+
+def _benchmarks() -> List[Tuple[str, Callable[[bool], List[Result]]]]:
+    import bench_isolation
+    import bench_partition
+    import bench_plugin_load
+
+    return [
+        ("plugin load", lambda quick: bench_plugin_load.run(quick)),
+        ("isolation", lambda quick: bench_isolation.run(quick)),
+        ("partitioning", lambda quick: bench_partition.run(quick)),
+    ]
+
+
+def run_compare(quick: bool) -> Tuple[Optional[int], str, List[str]]:
+    """bench/bench_compare.py (written separately), if it exists: (exit status, output, command)."""
+    if not os.path.exists(COMPARE):
+        return None, "", []
+    cmd = [sys.executable, COMPARE] + (["--sizes", QUICK_COMPARE_SIZES] if quick else [])
+    print(f"\n== compare at scale: {' '.join(['python', os.path.relpath(COMPARE, REPO)] + cmd[2:])} ==", flush=True)
+    proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(proc.stdout, end="" if proc.stdout.endswith("\n") else "\n")
+    print(f"bench_compare: exit {proc.returncode}", flush=True)
+    return proc.returncode, proc.stdout, cmd
+
+
+def table(results: List[Result]) -> List[str]:
+    lines = ["| benchmark | measured (median) | baseline (median) | ratio | target | verdict |",
+             "|---|---|---|---|---|---|"]
+    for r in results:
+        target = f"<= {r.target:.3g}" if r.target is not None else "-"
+        if r.target is None:
+            verdict = "for information"
+        elif not r.checked:
+            verdict = "not checked (--quick)"
+        else:
+            verdict = "MISSED" if r.ratio > r.target else "met"
+        if r.problems:
+            verdict += "; " + "; ".join(r.problems)
+        ratio = f"{r.ratio:.3f}"
+        if r.paired is not None:
+            ratio += f" (per-round median; ratio of medians {r.ratio_of_medians:.3f})"
+        lines.append(f"| {r.what} | {fmt(r.value, r.unit)} | {fmt(r.baseline, r.unit)} | {ratio} | {target} | {verdict} |")
+    return lines
+
+
+def write_results(path: str, info: Dict[str, str], command: str, results: List[Result], elapsed: float,
+                  log: List[str], compare: Tuple[Optional[int], str, List[str]]) -> None:
+    out = [
+        "# Benchmark results",
+        "",
+        f"Measured {info['date']} with `{command}` ({elapsed:.0f} s in all).",
+        "",
+        f"Machine: {info['nproc']} CPU cores available (`nproc`), {info['cpu']} (`/proc/cpuinfo`), no GPU; "
+        f"load average at start {info['load average at start']} (other work was running: the figures are "
+        "medians of interleaved runs, and each ratio compares two figures taken in the same run). "
+        f"Python {info['python']}, pytest {info['pytest']}, torch {info['torch']}, "
+        f"torch-tensorrt-rtx {info['torch-tensorrt-rtx']}.",
+        "",
+        *table(results),
+        "",
+        "Details:",
+        "",
+    ]
+    for r in results:
+        if r.detail:
+            out.append(f"- {r.what}: " + "; ".join(f"{k}: {v}" for k, v in r.detail.items()))
+    out += ["", *NOTES]
+    code, text, cmd = compare
+    if code is not None:
+        out += ["", f"## Compare at scale (`{' '.join(['python', 'bench/bench_compare.py'] + cmd[2:])}`, exit {code})",
+                "", "```", *text.rstrip("\n").splitlines(), "```"]
+    out += ["", "## Output of the run", "", "```", *log, "```"]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes for a CI smoke run; no timing assertions")
+    parser.add_argument("--results", default=None,
+                        help="where to write the results table (default bench/RESULTS.md; none with --quick)")
+    args = parser.parse_args(argv)
+    results_path = args.results or (None if args.quick else os.path.join(HERE, "RESULTS.md"))
+    command = "python bench/run_all.py" + (" --quick" if args.quick else "")
+
+    info = machine()
+    print(f"trtcap benchmarks ({'quick: tiny sizes, no timing assertions' if args.quick else 'full'})")
+    print(f"command: {command}")
+    for key, value in info.items():
+        print(f"{key}: {value}")
+    sys.stdout.flush()
+
+    start = time.perf_counter()
+    results: List[Result] = []
+    crashed: List[str] = []
+    tee = _Tee(sys.stdout)
+    sys.stdout = tee
+    try:
+        for name, bench in _benchmarks():
+            try:
+                results.extend(bench(args.quick))
+            except Exception:
+                traceback.print_exc()
+                print(f"benchmark {name}: CRASHED", flush=True)
+                crashed.append(name)
+    finally:
+        sys.stdout = tee.stream
+    compare = run_compare(args.quick)
+    if compare[0] not in (None, 0):
+        crashed.append("compare")
+    elapsed = time.perf_counter() - start
+
+    print("\n== summary ==")
+    printed = [r.line() for r in results]
+    for line in printed:
+        print(line)
+    if compare[0] is None:
+        print("bench_compare.py: not present, skipped")
+    missed = [r.name for r in results if r.missed]
+    print(f"total {elapsed:.0f} s; crashed: {', '.join(crashed) or 'none'}; "
+          f"missed: {', '.join(missed) or 'none'}{' (not checked with --quick)' if args.quick else ''}")
+    if results_path:
+        write_results(results_path, info, command, results, elapsed, tee.lines, compare)
+        print(f"results written to {os.path.relpath(results_path, REPO)}")
+    return 1 if crashed or missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Smoke test of the benchmarks: ``python bench/run_all.py --quick`` runs every one and prints its ratio line.
+
+No timing is asserted (quick mode uses tiny sizes and checks no target); this keeps the benchmarks runnable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN_ALL = os.path.join(REPO, "bench", "run_all.py")
+
+#: Every ratio line run_all prints: ``ratio <name>: <ratio> (<figure> vs baseline <figure>; <verdict>)``.
+RATIOS = (
+    "plugin_load",
+    "plugin_load_no_pyc",
+    "isolation_per_test",
+    "isolation_leak",
+    "isolation_suite",
+    "partition_sm89",
+    "partition_sm75_fp16",
+    "partition_sm89_from_calls",
+    "partition_sm75_from_calls",
+    "predicate_sm89",
+    "validator_sm89",
+    "predicate_sm75",
+    "validator_sm75",
+)
+
+
+def test_run_all_quick_prints_every_ratio() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRTCAP_", "PYTEST_"))}
+    proc = subprocess.run(
+        [sys.executable, RUN_ALL, "--quick"], cwd=REPO, env=env, timeout=900,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, out[-6000:]
+    for name in RATIOS:
+        line = re.search(rf"^ratio {name}: (\d+\.\d+) \(.+ vs baseline .+\)$", out, re.MULTILINE)
+        assert line is not None, f"no ratio line for {name}:\n{out[-6000:]}"
+        assert float(line.group(1)) > 0
+    assert "not checked (--quick)" in out
+    assert "crashed: none" in out
+    if os.path.exists(os.path.join(REPO, "bench", "bench_compare.py")):
+        assert "bench_compare: exit 0" in out, out[-6000:]
