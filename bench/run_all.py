@@ -133,8 +133,8 @@ def write_results(path: str, info: Dict[str, str], command: str, results: List[R
         f"Measured {info['date']} with `{command}` ({elapsed:.0f} s in all).",
         "",
         f"Machine: {info['nproc']} CPU cores available (`nproc`), {info['cpu']} (`/proc/cpuinfo`), no GPU; "
-        f"load average at start {info['load average at start']} (other work was running: the figures are "
-        "medians of interleaved runs, and each ratio compares two figures taken in the same run). "
+        f"load average at start {info['load average at start']} (a shared virtual machine: its speed drifts, so "
+        "every ratio compares figures taken in the same run, from interleaved runs). "
         f"Python {info['python']}, pytest {info['pytest']}, torch {info['torch']}, "
         f"torch-tensorrt-rtx {info['torch-tensorrt-rtx']}.",
         "",
