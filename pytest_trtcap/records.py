@@ -251,15 +251,8 @@ def read_stream(path: Any) -> Dict[str, Any]:
     Returns ``meta`` (the header), ``tests``, ``collected``, ``deselected``, ``finished``, ``exitstatus``,
     ``running`` (started but unfinished node ids) and ``bad_lines``.
     """
-    try:
-        with open(path, "r", encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().split("\n")
-    except FileNotFoundError:
-        raise RecordError(path, "missing: pytest did not start the recorder (no stream written)") from None
-    except IsADirectoryError:
-        raise RecordError(path, "is a directory, not a file") from None
-    except OSError as exc:
-        raise RecordError(path, f"cannot read: {exc.strerror or exc}") from None
+    raw = _read_bytes(path, missing="missing: pytest did not start the recorder (no stream written)")
+    lines = raw.decode("utf-8", errors="replace").split("\n")
     out: Dict[str, Any] = {
         "meta": None, "tests": {}, "collected": None, "deselected": 0, "finished": False,
         "exitstatus": None, "running": [], "bad_lines": 0, "collected_counts": [],
@@ -476,12 +469,13 @@ def parse_junit(path: Any) -> Dict[str, Any]:
 # --- loading ----------------------------------------------------------------------------------------
 
 
-def _read_bytes(path: Any) -> bytes:
+def _read_bytes(path: Any, missing: str = "no such file") -> bytes:
+    """The file's bytes; a RecordError naming the file and what is wrong otherwise."""
     try:
         with open(path, "rb") as fh:
             return fh.read()
     except FileNotFoundError:
-        raise RecordError(path, "no such file") from None
+        raise RecordError(path, missing) from None
     except IsADirectoryError:
         raise RecordError(path, "is a directory, not a file") from None
     except PermissionError:
