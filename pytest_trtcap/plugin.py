@@ -67,7 +67,8 @@ class TrtcapState:
             self.isolation = isolation.Isolation(specs)
         return self.isolation
 
-    def install_guards(self, module: Any = None) -> None:
+    def install_guards(self) -> None:
+        """Install the guards for the session (when ``--trtcap-guards`` is on) once torch_tensorrt is imported."""
         if not self.settings.guards.value:
             return
         was = guards.is_installed()
@@ -141,10 +142,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state.guards_installed_by_us:
         guards.uninstall()
     state.exit.close()
-
-
-def _state(config: pytest.Config) -> TrtcapState:
-    return config.stash[_STATE]
 
 
 # --- report header ------------------------------------------------------------------------------------
