@@ -143,15 +143,7 @@ def test_fp16_attention_at_turing_stays_on_trt(targets, guarded):
 
 # --- the GEMM family, one op per model ---------------------------------------------------------
 
-#: What each op is after Torch-TensorRT's lowering (measured: none of them is decomposed in 2.14).
-LOWERED_TARGET = {
-    "bmm": "aten.bmm.default",
-    "matmul": "aten.matmul.default",
-    "addmm": "aten.addmm.default",
-    "mm": "aten.mm.default",
-    "mv": "aten.mv.default",
-    "dot": "aten.dot.default",
-}
+LOWERED_TARGET = tm.GEMM_LOWERED_TARGET
 
 
 

@@ -17,14 +17,7 @@ pytestmark = pytest.mark.usefixtures("tt")
 
 RULE = {r.name: r for r in guards.RULES}
 V = guards.VALIDATORS
-GEMM_TARGET = {
-    "bmm": "aten.bmm.default",
-    "matmul": "aten.matmul.default",
-    "addmm": "aten.addmm.default",
-    "mm": "aten.mm.default",
-    "mv": "aten.mv.default",
-    "dot": "aten.dot.default",
-}
+GEMM_TARGET = tm.GEMM_LOWERED_TARGET
 
 
 def the_node(gm, target):

@@ -124,6 +124,16 @@ GEMM_OPS: Dict[str, Tuple[Callable[..., torch.Tensor], Sequence[Tuple[int, ...]]
     "dot": (torch.dot, [(8,), (8,)]),
 }
 
+#: What each GEMM op is after Torch-TensorRT's lowering (measured: none of them is decomposed in 2.14).
+GEMM_LOWERED_TARGET: Dict[str, str] = {
+    "bmm": "aten.bmm.default",
+    "matmul": "aten.matmul.default",
+    "addmm": "aten.addmm.default",
+    "mm": "aten.mm.default",
+    "mv": "aten.mv.default",
+    "dot": "aten.dot.default",
+}
+
 
 def inputs_for(shapes: Sequence[Tuple[int, ...]], dtype: torch.dtype = torch.float32, seed: int = 0) -> Tuple[torch.Tensor, ...]:
     gen = torch.Generator().manual_seed(seed)
