@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-import guards  # noqa: E402
+import trtcap_guards as guards  # noqa: E402
 
 
 def check(label: str, ok: bool, detail: object = "") -> None:

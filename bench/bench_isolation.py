@@ -32,7 +32,7 @@ BLOCK = 50  # iterations per block; the contenders alternate block by block
 
 
 def _state() -> Tuple[dict, object, object]:
-    import guards
+    import trtcap_guards as guards
 
     guards.import_torch_tensorrt()
     from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_ATEN_CONVERTERS
@@ -130,7 +130,7 @@ def per_test(iterations: int, quick: bool) -> List[Result]:
 _CONFTEST = '''\
 import os
 
-import guards
+import trtcap_guards as guards
 
 # Without the plugin nothing answers torch_tensorrt's device queries on a GPU-less host; the plugin's import
 # hook would, but both sides use this same conftest.

@@ -37,7 +37,7 @@ DIM = 16
 
 def build_graph(blocks: int) -> Tuple[Any, Any, float]:
     """The lowered graph module the partitioner receives, its settings, and the seconds export + lowering took."""
-    import guards
+    import trtcap_guards as guards
 
     guards.import_torch_tensorrt()
     import torch
@@ -74,7 +74,7 @@ def layout(gm: Any) -> Tuple[str, ...]:
 @contextmanager
 def counting_guard_consultations() -> Iterator[Counter]:
     """Count the guards' rule look-ups (untimed verification runs only)."""
-    from guards import registry
+    from trtcap_guards import registry
 
     calls: Counter = Counter()
     inner = getattr(registry, "rejecting_rule", None)
@@ -96,7 +96,7 @@ def counting_guard_consultations() -> Iterator[Counter]:
 
 def partition_once(gm: Any, installed: bool) -> Tuple[float, float, Tuple[str, ...]]:
     """(CPU seconds, wall seconds, layout) of one ``fast_partition`` on a fresh deep copy."""
-    import guards
+    import trtcap_guards as guards
     from torch_tensorrt.dynamo import partitioning
 
     if installed:
@@ -113,7 +113,7 @@ def partition_once(gm: Any, installed: bool) -> Tuple[float, float, Tuple[str, .
 
 def partition_round(gm: Any, order: Tuple[bool, bool]) -> Dict[bool, Tuple[float, float, Tuple[str, ...]]]:
     """One round: both sides back to back (copies made first, so the two timed runs are adjacent in time)."""
-    import guards
+    import trtcap_guards as guards
     from torch_tensorrt.dynamo import partitioning
 
     works = [copy.deepcopy(gm) for _ in order]
@@ -171,7 +171,7 @@ def validator_pass_ms(gm: Any, settings: Any, repeats: int) -> Tuple[float, floa
 
 
 def run(quick: bool = False, blocks: int = 0, runs: int = 0) -> List[Result]:
-    import guards
+    import trtcap_guards as guards
 
     blocks = blocks or (5 if quick else 300)
     runs = runs or (2 if quick else 21)
@@ -210,7 +210,7 @@ def run(quick: bool = False, blocks: int = 0, runs: int = 0) -> List[Result]:
 
 def partition_at(gm: Any, settings: Any, target: str, runs: int, quick: bool, ops: Counter) -> List[Result]:
     """Partition timings, the whole-graph validator pass and the per-call figures at one declared target."""
-    import guards
+    import trtcap_guards as guards
 
     tag = target.replace(".", "")
     decision = guards.capability_decision(settings)
@@ -277,7 +277,7 @@ def partition_at(gm: Any, settings: Any, target: str, runs: int, quick: bool, op
 
 def per_call(gm: Any, settings: Any, target: str, quick: bool, per_node_ns: float) -> List[Result]:
     """The predicate and the guarded ``aten.linear`` validator per call, at the declared target."""
-    import guards
+    import trtcap_guards as guards
     from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_ATEN_CONVERTERS
 
     calls = 2000 if quick else 50000

@@ -81,8 +81,8 @@ def run(quick: bool = False, runs: int = 0) -> List[Result]:
     with tempfile.TemporaryDirectory(prefix="trtcap-bench-load-") as workdir:
         # For the uncached case, a copy of the packages without any __pycache__, first on the path.
         source = os.path.join(workdir, "source")
-        for package in ("guards", "pytest_trtcap"):
-            shutil.copytree(os.path.join(REPO, package), os.path.join(source, package),
+        for package, folder in (("trtcap_guards", "guards"), ("pytest_trtcap", "pytest_trtcap")):
+            shutil.copytree(os.path.join(REPO, folder), os.path.join(source, package),
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         uncached = clean_env(PYTHONDONTWRITEBYTECODE="1")
         uncached["PYTHONPATH"] = os.pathsep.join((source, uncached["PYTHONPATH"]))

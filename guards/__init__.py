@@ -1,9 +1,19 @@
 """Capability guards for Torch-TensorRT on TensorRT-RTX.
 
-``import guards; guards.install()`` makes every op that TensorRT-RTX cannot serve on the declared targets
+``import trtcap_guards; trtcap_guards.install()`` makes every op that TensorRT-RTX cannot serve on the declared targets
 (FP32 GEMMs, attention, cdist's matmul, 3D convolution, BF16 on Turing) fall back to PyTorch. Importing this
 package imports neither torch nor torch_tensorrt; functions import what they need when called.
+
+The folder is ``guards/`` in the repository and installs as ``trtcap_guards``. Imported under any other name
+(``import guards`` from a checkout), it refuses at once: a second copy would hold a second, disagreeing set of
+declarations, neutralizations and fired counts in the same process.
 """
+
+if __name__ != "trtcap_guards":
+    raise ImportError(
+        f"pytest-trtcap's guard library must be imported as 'trtcap_guards', not {__name__!r} "
+        "(install the project, e.g. pip install -e .)"
+    )
 
 from .gpuless import answer_device_queries, import_torch_tensorrt, install_import_hook, remove_import_hook
 from .gpuless import status as gpu_less_import_status

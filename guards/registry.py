@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from .rules import ALL_TARGETS, RULES, Rule, explicit_targets, rules_for, target_name_of
 from .validators import rejecting_rule
 
-_LOG = logging.getLogger("guards")
+_LOG = logging.getLogger("trtcap_guards")
 REGISTRY_MODULE = "torch_tensorrt.dynamo.conversion._ConverterRegistry"
 _ORIGINAL = "_trtcap_original"  # attribute on a guarded validator: the ConverterSupport it replaced
 

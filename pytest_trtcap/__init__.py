@@ -3,6 +3,7 @@
 Importing this package imports neither torch nor torch_tensorrt.
 """
 
+from .errors import TrtcapLeakError, TrtcapLeakWarning
 from .partitions import (
     PartitionCounts,
     assert_partition_counts,
@@ -15,6 +16,8 @@ from .unittest_support import TrtCapabilityMixin
 __all__ = [
     "PartitionCounts",
     "TrtCapabilityMixin",
+    "TrtcapLeakError",
+    "TrtcapLeakWarning",
     "assert_partition_counts",
     "count_partitions",
     "describe_partitions",

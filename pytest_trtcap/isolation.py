@@ -70,7 +70,7 @@ def _registry_restore(snap: Any) -> None:
 
 
 def _name(target: Any) -> str:
-    from guards.rules import target_name_of
+    from trtcap_guards.rules import target_name_of
 
     return target_name_of(target)
 
@@ -174,7 +174,7 @@ def _atomic_describe(snap: Tuple[list, list]) -> List[str]:
 def _guards_snapshot() -> Any:
     # The spec is active only once guards.registry is imported: read it from sys.modules rather than
     # run an import statement twice per test.
-    return sys.modules["guards.registry"].state_snapshot()
+    return sys.modules["trtcap_guards.registry"].state_snapshot()
 
 
 def _guards_changed(snap: Any) -> bool:
@@ -182,7 +182,7 @@ def _guards_changed(snap: Any) -> bool:
 
 
 def _guards_restore(snap: Any) -> None:
-    from guards import registry
+    from trtcap_guards import registry
 
     registry.restore_state(snap)
 
@@ -206,7 +206,7 @@ def builtin_specs() -> List[StateSpec]:
         StateSpec("ATOMIC_SUBGRAPHS", _atomic_snapshot, _atomic_restore, _atomic_changed, _atomic_describe,
                   available=loaded(ATOMIC_MODULE)),
         StateSpec("guards", _guards_snapshot, _guards_restore, _guards_changed, _guards_describe,
-                  available=loaded("guards.registry")),
+                  available=loaded("trtcap_guards.registry")),
     ]
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-import guards
-from guards.rules import Rule
-from guards.targets import format_capability
+import trtcap_guards as guards
+from trtcap_guards.rules import Rule
+from trtcap_guards.targets import format_capability
 
 SKIP_PREFIX = "trtcap: "
 NO_ISOLATION = "trtcap_no_isolation"

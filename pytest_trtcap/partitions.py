@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, List, NamedTuple, Optional, Tuple, Union
 
-import guards
+import trtcap_guards as guards
 
 ACC_PREFIX = "_run_on_acc"
 GPU_PREFIX = "_run_on_gpu"

@@ -14,9 +14,10 @@ from typing import Any, Callable, Dict, Generator, List, Optional, TYPE_CHECKING
 
 import pytest
 
-import guards
+import trtcap_guards as guards
 
 from . import hooks, markers, partitions, settings as settings_mod
+from .errors import TrtcapLeakError, TrtcapLeakWarning
 
 # ``isolation`` is imported by ``TrtcapState.get_isolation`` when the first test needs it, not at plugin load:
 # loading the plugin is paid by every pytest run in the environment, collect-only and unrelated suites included.
@@ -27,14 +28,6 @@ _STATE = pytest.StashKey["TrtcapState"]()
 _HELD = pytest.StashKey[bool]()
 _LEAK_PROPERTY = "trtcap_leak"
 _SKIP_PROPERTY = "trtcap_skip"
-
-
-class TrtcapLeakWarning(UserWarning):
-    """A test left Torch-TensorRT's global state (registry, ATOMIC_SUBGRAPHS, ...) changed."""
-
-
-class TrtcapLeakError(AssertionError):
-    """Raised in teardown under ``--trtcap-strict`` for a test that leaked global state."""
 
 
 class TrtcapState:
@@ -175,7 +168,21 @@ def _from(origin: str) -> str:
     return origin if origin.startswith("detected") else f"from {origin}"
 
 
-def header_lines(state: TrtcapState) -> List[str]:
+def _sourced(setting: settings_mod.Setting) -> str:
+    return "default" if setting.source == "default" else f"from {setting.source}"
+
+
+def _guards_text(state: TrtcapState) -> str:
+    s = state.settings.guards
+    if not s.value:
+        return f"off ({_sourced(s)})"
+    if guards.is_installed():
+        return f"installed ({len(state.installed_targets) or 'all'} targets; on, {_sourced(s)})"
+    return f"on ({_sourced(s)}; installed when torch_tensorrt is imported)"
+
+
+def header_line(state: TrtcapState) -> str:
+    """The one line a default run shows: targets and their source, backend, whether Turing rules apply, guards."""
     s = state.settings
     decision = guards.capability_decision(probe_host=False)
     if decision.targets:
@@ -184,38 +191,41 @@ def header_lines(state: TrtcapState) -> List[str]:
         targets = "targets: not declared (host device decides at first use)"
     else:
         targets = "targets: none"
-    version = guards.torch_tensorrt_version()
     decided = "yes" if decision.targets_turing else ("no" if decision.targets or s.target_sm.value is not None else "pending host device")
-    lines = [
+    return (
         f"trtcap: {targets}; backend: {decision.backend} ({_from(decision.backend_origin)}); "
-        f"targets Turing on TensorRT-RTX: {decided}",
-    ]
+        f"targets Turing on TensorRT-RTX: {decided}; guards: {_guards_text(state)}"
+    )
+
+
+def header_lines(state: TrtcapState, verbose: bool = False) -> List[str]:
+    """One line by default; with ``-v`` also the Torch-TensorRT version, neutralizations, GPU-less import and
+    isolation mode, each with its source. (pytest shows no header at all under ``-q``.)"""
+    lines = [header_line(state)]
+    if not verbose:
+        return lines
+    s = state.settings
+    version = guards.torch_tensorrt_version()
     if version is None:
         lines.append("trtcap: torch-tensorrt: not installed (isolation inert; markers decide from declared targets)")
     else:
         ships = _upstream_ships_guards()
         own = {True: "ships its own Turing guards", False: "no upstream Turing guards", None: "upstream guards unknown"}[ships]
         lines.append(f"trtcap: torch-tensorrt {version} ({own})")
-    if not s.guards.value:
-        guard_text = f"off (from {s.guards.source})"
-    elif guards.is_installed():
-        guard_text = f"installed ({len(state.installed_targets) or 'all'} targets)"
-    else:
-        source = "" if s.guards.source == "default" else f"from {s.guards.source}; "
-        guard_text = f"on ({source}installed when torch_tensorrt is imported)"
-    neutral = ", ".join(guards.neutralized()) or "none"
-    lines.append(f"trtcap: guards: {guard_text}; neutralized: {neutral}")
+    neutral = ", ".join(guards.neutralized())
+    lines.append(f"trtcap: neutralized: {neutral} ({_sourced(s.neutralize)})" if neutral else "trtcap: neutralized: none")
     gpu = guards.gpu_less_import_status()
     if s.gpu_less_import.value == "off":
-        gpu_text = f"off (from {s.gpu_less_import.source})"
+        gpu_text = f"off ({_sourced(s.gpu_less_import)})"
     elif gpu.applied:
         gpu_text = gpu.describe()
     elif "torch_tensorrt" in sys.modules:
         gpu_text = gpu.detail
     else:
-        gpu_text = "auto (answers device queries only if torch_tensorrt is imported without a CUDA device)"
+        gpu_text = (f"auto ({_sourced(s.gpu_less_import)}; answers device queries only if torch_tensorrt is "
+                    "imported without a CUDA device)")
     strict = "strict" if s.strict.value else "warn"
-    lines.append(f"trtcap: gpu-less import: {gpu_text}; isolation: {strict}")
+    lines.append(f"trtcap: gpu-less import: {gpu_text}; isolation: {strict} ({_sourced(s.strict)})")
     return lines
 
 
@@ -272,23 +282,42 @@ class SessionPlugin:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: Optional[pytest.Item]) -> Generator[None, Any, Any]:
+        """Restore before the fixtures are torn down; report after, so no warnings filter can stop the teardown."""
         changes: List[str] = []
         if item.stash.get(_HELD, False):
             item.stash[_HELD] = False
             self.held = None
             changes = self.state.get_isolation().release()
         if changes:
-            what = "; ".join(changes)
-            item.user_properties.append((_LEAK_PROPERTY, what))
-            path, lineno, _ = item.location
+            item.user_properties.append((_LEAK_PROPERTY, "; ".join(changes)))
+        try:
+            result = yield
+        except BaseException:
+            if changes:
+                self._report_leak(item, changes)  # the teardown's own error is the one to show
+            raise
+        error = self._report_leak(item, changes) if changes else None
+        if error is not None:
+            raise error
+        return result
+
+    def _report_leak(self, item: pytest.Item, changes: List[str]) -> Optional[TrtcapLeakError]:
+        """Warn about a leak; the error to raise under ``--trtcap-strict`` or a filter that makes warnings errors."""
+        what = "; ".join(changes)
+        path, lineno, _ = item.location
+        try:
             warnings.warn_explicit(
                 TrtcapLeakWarning(f"{item.nodeid} leaked global state: {what}"),
                 TrtcapLeakWarning, filename=str(item.config.rootpath / path), lineno=(lineno or 0) + 1,
             )
-        result = yield
-        if changes and self.state.settings.strict.value:
-            raise TrtcapLeakError(f"trtcap: {item.nodeid} leaked global state (--trtcap-strict): {'; '.join(changes)}")
-        return result
+        except Warning as exc:  # -W error / filterwarnings = error: an error of this test, not of pytest
+            return TrtcapLeakError(
+                f"trtcap: {item.nodeid} leaked global state ({type(exc).__name__} is an error under the "
+                f"warnings filter): {what}"
+            )
+        if self.state.settings.strict.value:
+            return TrtcapLeakError(f"trtcap: {item.nodeid} leaked global state (--trtcap-strict): {what}")
+        return None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
@@ -319,7 +348,7 @@ class SessionPlugin:
             self.state.worker_status.append(out)
 
     def pytest_report_header(self, config: pytest.Config) -> List[str]:
-        return header_lines(self.state)
+        return header_lines(self.state, verbose=config.get_verbosity() > 0)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if getattr(config, "workerinput", None) is None:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import pytest
 
-import guards
+import trtcap_guards as guards
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")

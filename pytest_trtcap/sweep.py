@@ -44,7 +44,7 @@ class UsageError(Exception):
 
 def parse_arms(text: str) -> List[str]:
     """``"7.5,8.9"`` -> ``["7.5", "8.9"]`` through ``guards.parse_targets``; UsageError naming a bad value."""
-    import guards  # light: imports neither torch nor torch_tensorrt
+    import trtcap_guards as guards  # light: imports neither torch nor torch_tensorrt
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple, Union
 
-import guards
+import trtcap_guards as guards
 
 from .partitions import PartitionCounts, expected_partition_counts
 

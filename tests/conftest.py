@@ -9,9 +9,9 @@ from typing import Any, Iterator, List, Tuple
 
 import pytest
 
-import guards
-import guards.registry as guards_registry
-import guards.targets as guards_targets
+import trtcap_guards as guards
+import trtcap_guards.registry as guards_registry
+import trtcap_guards.targets as guards_targets
 
 pytest_plugins = ["pytester"]
 

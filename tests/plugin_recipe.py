@@ -12,7 +12,7 @@ from typing import Any, Dict, Tuple
 
 import torch
 
-import guards
+import trtcap_guards as guards
 
 
 class MLP(torch.nn.Module):

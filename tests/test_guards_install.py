@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import guards
+import trtcap_guards as guards
 import trt_models as tm
 
 pytestmark = pytest.mark.usefixtures("tt")
@@ -312,7 +312,7 @@ def test_upstream_guard_detected_through_a_closure():
 
         return outer
 
-    from guards.registry import _references_upstream_guard
+    from trtcap_guards.registry import _references_upstream_guard
 
     assert _references_upstream_guard(make())
     assert not _references_upstream_guard(lambda node, settings=None: True)

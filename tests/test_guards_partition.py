@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import guards
+import trtcap_guards as guards
 import trt_models as tm
 
 pytestmark = pytest.mark.usefixtures("tt")

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-import guards
+import trtcap_guards as guards
 
-targets_mod = importlib.import_module("guards.targets")
+targets_mod = importlib.import_module("trtcap_guards.targets")
 
 
 @pytest.fixture
@@ -355,7 +355,7 @@ def test_import_guards_does_not_import_torch(tmp_path):
         """
         import os, sys
         os.environ["TRTCAP_TARGET_SM"] = "7.5"
-        import guards
+        import trtcap_guards as guards
         assert guards.parse_targets("sm_75") == ((7, 5),)
         d = guards.capability_decision(probe_host=False)
         assert d.targets == ((7, 5),) and d.source == "TRTCAP_TARGET_SM", d

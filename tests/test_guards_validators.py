@@ -10,7 +10,7 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-import guards
+import trtcap_guards as guards
 import trt_models as tm
 
 pytestmark = pytest.mark.usefixtures("tt")

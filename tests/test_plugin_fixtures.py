@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
-import guards
+import trtcap_guards as guards
 import pytest_trtcap
 from pytest_trtcap import PartitionCounts, assert_partition_counts, count_partitions, describe_partitions
 
@@ -212,7 +212,7 @@ def test_public_helpers_are_exported() -> None:
 
 PARTITION_SUITE = """
 import torch
-import guards
+import trtcap_guards as guards
 
 import plugin_recipe
 from pytest_trtcap import assert_partition_counts, count_partitions

@@ -49,7 +49,7 @@ from torch_tensorrt.dynamo.conversion._ConverterRegistry import (
 )
 from torch_tensorrt.dynamo.partitioning._atomic_subgraphs import ATOMIC_SUBGRAPHS, register_atomic_subgraph
 
-import guards
+import trtcap_guards as guards
 import user_state
 
 aten = torch.ops.aten
@@ -210,7 +210,7 @@ def test_isolation_restores_reports_and_names_each_leak(pytester: pytest.Pyteste
 # --- the cascade: a failure before clean-up breaks the next test -------------------------------------------
 
 CASCADE_CONFTEST = '''
-import guards
+import trtcap_guards as guards
 
 # no GPU here, and without the plugin nothing answers torch_tensorrt's import-time device queries
 guards.import_torch_tensorrt()
@@ -309,10 +309,10 @@ def test_cascade_with_the_plugin_only_the_culprit_fails_and_is_named(cascade: py
 
 
 def test_cascade_under_strict_the_leaking_tests_error_in_teardown(cascade: pytest.Pytester) -> None:
-    result = cascade.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-strict", "-rfE")
+    result = cascade.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-strict", "-rfE", "-v")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=2, failed=1, errors=2, warnings=2)
-    result.stdout.fnmatch_lines(["trtcap: gpu-less import: *; isolation: strict"])
+    result.stdout.fnmatch_lines(["trtcap: gpu-less import: *; isolation: strict (from --trtcap-strict)"])
     result.stdout.fnmatch_lines_random([
         "*ERROR at teardown of TestResourcePartitioning.test_1_custom_atomic_subgraph*",
         "*ERROR at teardown of test_custom_mm_converter*",

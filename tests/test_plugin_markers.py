@@ -16,7 +16,7 @@ import unittest
 
 import pytest
 
-import guards
+import trtcap_guards as guards
 
 
 @pytest.mark.trt_fp32_gemm
@@ -166,7 +166,7 @@ def test_the_reason_is_exact(pytester: pytest.Pytester) -> None:
 def test_everything_runs_at_8_9(marked_suite: pytest.Pytester) -> None:
     result = marked_suite.runpytest("-rs", "--trt-target-sm", "8.9")
     result.assert_outcomes(passed=15)
-    result.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from --trt-target-sm);*targets Turing on TensorRT-RTX: no"])
+    result.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from --trt-target-sm);*targets Turing on TensorRT-RTX: no; guards: *"])
     assert "capability skips" not in result.stdout.str()
 
 

@@ -77,12 +77,13 @@ def test_plugin_loads_and_decides_from_declared_targets_without_torch(
     pytester: pytest.Pytester, notorch_python: Path
 ) -> None:
     pytester.makepyfile(NOTORCH_SUITE)
-    result = pytester.run(str(notorch_python), "-m", "pytest", "-p", "no:cacheprovider", "-rs", "-s",
+    result = pytester.run(str(notorch_python), "-m", "pytest", "-p", "no:cacheprovider", "-rs", "-s", "-v",
                           "--trt-target-sm", "7.5")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=2, skipped=2)
     result.stdout.fnmatch_lines([
-        "trtcap: targets: 7.5 (from --trt-target-sm); backend: absent (detected); targets Turing on TensorRT-RTX: yes",
+        "trtcap: targets: 7.5 (from --trt-target-sm); backend: absent (detected); targets Turing on TensorRT-RTX: yes; "
+        "guards: on (default; installed when torch_tensorrt is imported)",
         "trtcap: torch-tensorrt: not installed (isolation inert; markers decide from declared targets)",
         "plugins: trtcap-*",
     ])

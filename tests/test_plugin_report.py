@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import guards
+import trtcap_guards as guards
 
 RECIPE = Path(__file__).with_name("plugin_recipe.py")
 INSTALLED = guards.torch_tensorrt_version()  # read from the distribution, without importing it
@@ -60,14 +60,14 @@ def test_header_and_summary_before_torch_tensorrt_is_imported_and_with_gpu_less_
     monkeypatch.setenv("TRTCAP_TARGET_SM", "8.9,7.5")
     monkeypatch.setenv("TRTCAP_NEUTRALIZE", "aten.linear.default")
     monkeypatch.setenv("TRTCAP_GPU_LESS_IMPORT", "off")  # nothing answers the device queries: the import fails
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-strict")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-strict", "-v")
     result.assert_outcomes(passed=2, skipped=4)
     result.stdout.fnmatch_lines([
         "trtcap: targets: 8.9,7.5 (from TRTCAP_TARGET_SM); backend: rtx (detected); "
-        "targets Turing on TensorRT-RTX: yes",
+        "targets Turing on TensorRT-RTX: yes; guards: on (default; installed when torch_tensorrt is imported)",
         f"trtcap: torch-tensorrt {INSTALLED} (no upstream Turing guards)",
-        "trtcap: guards: on (installed when torch_tensorrt is imported); neutralized: aten.linear.default",
-        "trtcap: gpu-less import: off (from TRTCAP_GPU_LESS_IMPORT); isolation: strict",
+        "trtcap: neutralized: aten.linear.default (from TRTCAP_NEUTRALIZE)",
+        "trtcap: gpu-less import: off (from TRTCAP_GPU_LESS_IMPORT); isolation: strict (from --trtcap-strict)",
     ])
     result.stdout.fnmatch_lines([
         "*- trtcap -*",
@@ -82,15 +82,54 @@ def test_header_and_summary_before_torch_tensorrt_is_imported_and_with_gpu_less_
 
 def test_no_summary_section_when_there_is_nothing_to_say(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(MARKED)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-target-sm", "8.9")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-target-sm", "8.9", "-v")
     result.assert_outcomes(passed=5)
     result.stdout.fnmatch_lines([
-        "trtcap: guards: on (installed when torch_tensorrt is imported); neutralized: none",
-        "trtcap: gpu-less import: auto (answers device queries only if torch_tensorrt is imported without a "
-        "CUDA device); isolation: warn",
+        "trtcap: neutralized: none",
+        "trtcap: gpu-less import: auto (default; answers device queries only if torch_tensorrt is imported "
+        "without a CUDA device); isolation: warn (default)",
     ])
-    result.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from --trt-target-sm);*Turing on TensorRT-RTX: no"])
+    result.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from --trt-target-sm);*Turing on TensorRT-RTX: no; guards: *"])
     assert "- trtcap -" not in result.stdout.str()
+
+
+PLAIN = """
+def test_plain():
+    pass
+"""
+
+
+def _trtcap_lines(result: pytest.RunResult) -> list:
+    """Every line of ours: header lines and the summary section (pytest's own "plugins:" line aside)."""
+    return [line for line in result.stdout.lines if "trtcap" in line and not line.startswith("plugins:")]
+
+
+def test_an_unrelated_run_shows_one_header_line_and_no_summary(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    lines = _trtcap_lines(result)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("trtcap: targets: not declared (host device decides at first use); backend: ")
+    assert "; targets Turing on TensorRT-RTX: pending host device; guards: on (default; installed when " in lines[0]
+
+
+def test_verbose_shows_every_header_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=1)
+    header = [line for line in _trtcap_lines(result) if line.startswith("trtcap: ")]
+    prefixes = ("trtcap: targets: ", f"trtcap: torch-tensorrt {INSTALLED} (", "trtcap: neutralized: none",
+                "trtcap: gpu-less import: ")
+    assert len(header) == len(prefixes), header
+    assert all(line.startswith(prefix) for line, prefix in zip(header, prefixes)), header
+
+
+def test_quiet_shows_no_trtcap_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(PLAIN)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=1)
+    assert _trtcap_lines(result) == []
 
 
 # torch_tensorrt imported by the conftest at module level, plainly: the plugin armed its hook before
@@ -104,7 +143,7 @@ import pytest
 import torch
 from torch_tensorrt.dynamo.partitioning._atomic_subgraphs import register_atomic_subgraph
 
-import guards
+import trtcap_guards as guards
 import plugin_recipe
 from pytest_trtcap import assert_partition_counts, count_partitions
 
@@ -168,15 +207,16 @@ def test_header_and_summary_after_torch_tensorrt_is_imported(pytester: pytest.Py
     pytester.makeconftest(IMPORTING_CONFTEST)
     pytester.makepyfile(plugin_recipe=RECIPE.read_text(), test_report=REPORT_SUITE)
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-rs", "--trt-target-sm", "7.5", "--trtcap-neutralize", "aten.mm.default",
+        "-p", "no:cacheprovider", "-rs", "--trt-target-sm", "7.5", "--trtcap-neutralize", "aten.mm.default", "-v",
     )
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.assert_outcomes(passed=3, skipped=2)
     result.stdout.fnmatch_lines([
-        "trtcap: targets: 7.5 (from --trt-target-sm); backend: rtx (detected); targets Turing on TensorRT-RTX: yes",
+        "trtcap: targets: 7.5 (from --trt-target-sm); backend: rtx (detected); targets Turing on TensorRT-RTX: yes; "
+        "guards: installed (* targets; on, default)",
         f"trtcap: torch-tensorrt {INSTALLED} (no upstream Turing guards)",
-        "trtcap: guards: installed (* targets); neutralized: aten.mm.default",
-        "trtcap: gpu-less import: applied (device queries answered with 7.5); isolation: warn",
+        "trtcap: neutralized: aten.mm.default (from --trtcap-neutralize)",
+        "trtcap: gpu-less import: applied (device queries answered with 7.5); isolation: warn (default)",
     ])
     result.stdout.fnmatch_lines(["*_pytest.outcomes.Exit: stopping the session mid-test*"])
     result.stdout.fnmatch_lines([

@@ -12,8 +12,8 @@ from typing import Iterator
 
 import pytest
 
-import guards
-from guards import targets as guard_targets
+import trtcap_guards as guards
+from trtcap_guards import targets as guard_targets
 from pytest_trtcap import settings as trtcap_settings
 
 USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
@@ -51,14 +51,14 @@ def process_state_unchanged() -> Iterator[None]:
 
 def test_entry_point_loads_and_prints_the_header(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_one(): pass")
-    result = pytester.runpytest()
+    result = pytester.runpytest("-v")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
         "trtcap: targets: not declared (host device decides at first use); backend: * (detected); "
-        "targets Turing on TensorRT-RTX: pending host device",
+        "targets Turing on TensorRT-RTX: pending host device; guards: *",
         f"trtcap: torch-tensorrt {guards.torch_tensorrt_version()} (*)",
-        "trtcap: guards: *; neutralized: none",
-        "trtcap: gpu-less import: *; isolation: warn",
+        "trtcap: neutralized: none",
+        "trtcap: gpu-less import: *; isolation: warn (default)",
         "plugins: *trtcap-*",
     ])
 
@@ -120,8 +120,8 @@ def test_in_process_runs_undo_declarations_and_disarm_the_import_hook(pytester: 
         driver="""
         import sys
         import pytest
-        import guards
-        from guards import targets
+        import trtcap_guards as guards
+        from trtcap_guards import targets
 
         def leftovers():
             d = targets._declared
@@ -182,7 +182,7 @@ def test_target_sm_source_is_shown_in_header_and_skip_reason(
     result.assert_outcomes(skipped=1)
     shown = "7.5,8.9" if hook == "[(7, 5), (8, 9)]" else "7.5"
     result.stdout.fnmatch_lines([
-        f"trtcap: targets: {shown} (from {winner}); *; targets Turing on TensorRT-RTX: yes",
+        f"trtcap: targets: {shown} (from {winner}); *; targets Turing on TensorRT-RTX: yes; guards: *",
         f"SKIPPED [[]1[]] test_*.py:*: trtcap: TensorRT-RTX cannot serve FP32 GEMM on SM 7.5 "
         f"(targets {shown} from {winner})",
     ])
@@ -215,7 +215,7 @@ def test_backend_source_and_effect(
     result = pytester.runpytest(*args)
     result.assert_outcomes(**{outcome: 1})
     turing = "no" if outcome == "passed" else "yes"
-    result.stdout.fnmatch_lines([f"trtcap: targets: 7.5 (from --trt-target-sm); {header}; targets Turing on TensorRT-RTX: {turing}"])
+    result.stdout.fnmatch_lines([f"trtcap: targets: 7.5 (from --trt-target-sm); {header}; targets Turing on TensorRT-RTX: {turing}; guards: *"])
 
 
 @pytest.mark.parametrize(
@@ -237,9 +237,9 @@ def test_guards_setting(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPat
         pytester.makeini(f"[pytest]\ntrtcap_guards = {ini}\n")
     result = pytester.runpytest(*(cli or []))
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([f"trtcap: guards: {shown}; neutralized: none"])
+    result.stdout.fnmatch_lines([f"trtcap: targets: *; guards: {shown}"])
     if "off" not in shown:
-        assert "trtcap: guards: off" not in result.stdout.str()
+        assert "guards: off" not in result.stdout.str()
 
 
 @pytest.mark.parametrize(
@@ -257,7 +257,7 @@ def test_neutralize_setting_in_header_and_summary(
 ) -> None:
     pytester.makepyfile(
         f"""
-        import guards
+        import trtcap_guards as guards
 
         def test_neutralized_while_the_session_runs():
             assert ", ".join(guards.neutralized()) == {shown!r}
@@ -267,10 +267,10 @@ def test_neutralize_setting_in_header_and_summary(
         monkeypatch.setenv("TRTCAP_NEUTRALIZE", env)
     if ini is not None:
         pytester.makeini(f"[pytest]\ntrtcap_neutralize =\n    {ini}\n")
-    result = pytester.runpytest(*(cli or []))
+    result = pytester.runpytest("-v", *(cli or []))
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
-        f"trtcap: guards: *; neutralized: {shown}",
+        f"trtcap: neutralized: {shown} (from *)",
         "*- trtcap -*",
         f"neutralized guards: {shown}",
     ])
@@ -294,9 +294,9 @@ def test_strict_setting(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPat
         monkeypatch.setenv("TRTCAP_STRICT", env)
     if ini is not None:
         pytester.makeini(f"[pytest]\ntrtcap_strict = {ini}\n")
-    result = pytester.runpytest(*(cli or []))
+    result = pytester.runpytest("-v", *(cli or []))
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([f"trtcap: gpu-less import: *; isolation: {shown}"])
+    result.stdout.fnmatch_lines([f"trtcap: gpu-less import: *; isolation: {shown} (*)"])
 
 
 @pytest.mark.parametrize(
@@ -316,9 +316,9 @@ def test_gpu_less_import_setting(
         monkeypatch.setenv("TRTCAP_GPU_LESS_IMPORT", env)
     if ini is not None:
         pytester.makeini(f"[pytest]\ntrtcap_gpu_less_import = {ini}\n")
-    result = pytester.runpytest(*(cli or []))
+    result = pytester.runpytest("-v", *(cli or []))
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([f"trtcap: gpu-less import: off (from {source}); isolation: warn"])
+    result.stdout.fnmatch_lines([f"trtcap: gpu-less import: off (from {source}); isolation: warn (default)"])
 
 
 def test_options_are_documented_in_help(pytester: pytest.Pytester) -> None:
@@ -414,7 +414,7 @@ def test_hook_is_not_consulted_when_a_setting_gives_targets(pytester: pytest.Pyt
     pytester.makepyfile(GEMM_TEST)
     result = pytester.runpytest("--trt-target-sm", "8.9")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from --trt-target-sm);*targets Turing on TensorRT-RTX: no"])
+    result.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from --trt-target-sm);*targets Turing on TensorRT-RTX: no; guards: *"])
 
 
 def test_first_hook_result_wins(pytester: pytest.Pytester) -> None:

@@ -92,7 +92,8 @@ def test_two_workers_isolate_and_the_controller_reports(pytester: pytest.Pyteste
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=6, skipped=3, warnings=2)
     result.stdout.fnmatch_lines([
-        "trtcap: targets: 7.5 (from --trt-target-sm); backend: rtx (detected); targets Turing on TensorRT-RTX: yes",
+        "trtcap: targets: 7.5 (from --trt-target-sm); backend: rtx (detected); targets Turing on TensorRT-RTX: yes; "
+        "guards: on (default; installed when torch_tensorrt is imported)",
         "created: 2/2 workers",
     ])
     result.stdout.fnmatch_lines_random([

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-import guards.rules
+import trtcap_guards.rules
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -11,7 +11,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 def test_rules_table_matches_the_table_in_code():
     start = README.index("<!-- rules-table:start -->") + len("<!-- rules-table:start -->")
     end = README.index("<!-- rules-table:end -->")
-    assert README[start:end].strip() == guards.rules.markdown_table()
+    assert README[start:end].strip() == trtcap_guards.rules.markdown_table()
 
 
 def test_ci_runs_exactly_the_readme_test_command():

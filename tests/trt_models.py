@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import guards
+import trtcap_guards as guards
 
 # --- models ------------------------------------------------------------------------------------
 

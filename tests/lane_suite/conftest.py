@@ -18,7 +18,7 @@ import os
 import pytest
 
 if os.environ.get("LANE_SELF_SHIM") == "1":
-    import guards
+    import trtcap_guards as guards
 
     guards.import_torch_tensorrt()
     guards.install()
