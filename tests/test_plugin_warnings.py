@@ -1,0 +1,69 @@
+"""Every warning the plugin issues is safe under any warnings filter: ``-W error``, ``filterwarnings = error``.
+
+A leak reported as a warning that a filter turns into an exception must not stop pytest from tearing the
+leaking test down (else the next, innocent test errors with "previous item was not torn down properly").
+"""
+
+from __future__ import annotations
+
+import pytest
+
+LEAKING_SUITE = '''
+import pytest
+from torch_tensorrt.dynamo.partitioning._atomic_subgraphs import ATOMIC_SUBGRAPHS, register_atomic_subgraph
+
+import torch
+
+BASE = list(ATOMIC_SUBGRAPHS)
+
+
+class Leaked(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+@pytest.fixture
+def noted(request):
+    yield
+    # the leaking test's own finalizer: must run whatever the warnings filter says
+    (request.config.rootpath / "finalizer-ran").write_text("yes")
+
+
+def test_1_leaks(noted):
+    register_atomic_subgraph(init_args=(), is_core_aten=True)(Leaked)
+
+
+def test_2_innocent_sees_restored_state():
+    assert ATOMIC_SUBGRAPHS == BASE
+'''
+
+LEAK = "added ATOMIC_SUBGRAPHS entry (Leaked, (), True)"
+
+
+def _check_leaker_errored_and_next_passed(result: pytest.RunResult) -> None:
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines([
+        f"ERROR test_leaks.py::test_1_leaks - *TrtcapLeakError: trtcap: test_leaks.py::test_1_leaks leaked "
+        f"global state (TrtcapLeakWarning is an error under the warnings filter): {LEAK}",
+    ])
+    output = result.stdout.str()
+    assert "not torn down properly" not in output
+    assert "INTERNALERROR" not in output
+    assert "test_2_innocent_sees_restored_state FAILED" not in output
+
+
+@pytest.mark.parametrize("how", ["-W error", "ini filterwarnings = error"])
+def test_a_leak_under_warnings_as_errors_errors_the_leaker_only(pytester: pytest.Pytester, how: str) -> None:
+    pytester.makepyfile(test_leaks=LEAKING_SUITE)
+    args = ["-p", "no:cacheprovider", "-rE", "-v"]
+    if how == "-W error":
+        args += ["-W", "error", "-W", "ignore::DeprecationWarning", "-W", "ignore::FutureWarning"]
+    else:
+        pytester.makeini(
+            "[pytest]\nfilterwarnings =\n    error\n    ignore::DeprecationWarning\n    ignore::FutureWarning\n"
+        )
+    result = pytester.runpytest_subprocess(*args, "--trt-target-sm", "8.9")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    _check_leaker_errored_and_next_passed(result)
+    assert (pytester.path / "finalizer-ran").read_text() == "yes", "the leaking test's finalizer did not run"
+    result.stdout.fnmatch_lines(["*- trtcap -*", "leaks: 1 test(s) left global state changed (restored)"])
