@@ -1,6 +1,6 @@
 """Checks that need a real CUDA device; run by hand on a GPU host (CI has none).
 
-    PYTHONPATH=. python3 .ci/device_check.py
+    python3 .ci/device_check.py
 
 What it proves on a host with a CUDA device (no Torch-TensorRT needed):
 1. the host-capability fallback: with nothing declared, targets come from the device ("host device");
@@ -8,13 +8,18 @@ What it proves on a host with a CUDA device (no Torch-TensorRT needed):
 3. the GPU-less import path stays off: ``answer_device_queries`` answers nothing and leaves torch.cuda alone;
 4. the plugin on that host: fixtures report the host device, the marker follows ``--trt-target-sm``, and the
    import hook, when something named ``torch_tensorrt`` is imported, leaves the device queries untouched.
-   Torch-TensorRT is not installed there, so a probe package of that name records what it sees at import.
+   Torch-TensorRT is not installed there, so a probe package of that name records what it sees at import;
+5. the builder-targets decision (``guards.builder_targets``): nothing declared and a real device -> CURRENT;
+   declared targets outrank it; the standard backend sets nothing. (Without Torch-TensorRT no builder config
+   exists there: only the decision can be checked.)
 Exits non-zero on the first failed check.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,7 +27,11 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# guards/ installs as trtcap_guards (package-dir) and refuses any other name: alias it for a plain checkout.
+ALIAS = Path(tempfile.mkdtemp(prefix="trtcap-alias-"))
+atexit.register(shutil.rmtree, ALIAS, True)
+(ALIAS / "trtcap_guards").symlink_to(ROOT / "guards", target_is_directory=True)
+sys.path[:0] = [str(ALIAS), str(ROOT)]
 
 import torch  # noqa: E402
 
@@ -50,6 +59,15 @@ def main() -> None:
         check("declaration outranks the device", d.source == "declared" and d.targets == ((7, 5),), d)
         check("Turing simulated on this GPU", d.targets_turing is (d.backend != "standard"), d.reason)
     check("declaration undone", guards.capability_decision().source == "host device")
+
+    plan = guards.builder_targets()
+    check("builder: CURRENT for the real device", plan.current and plan.capabilities == (), plan.describe())
+    with guards.declare_targets("7.5,8.9", origin="device-check"):
+        plan = guards.builder_targets()
+        check("builder: declared targets outrank the device",
+              plan.capabilities == ((7, 5), (8, 9)) and not plan.current, plan.describe())
+    with guards.declare_backend("standard", origin="device-check"):
+        check("builder: standard backend sets nothing", not guards.builder_targets().sets_anything)
 
     original = torch.cuda.get_device_capability
     check("answer_device_queries stays off", guards.answer_device_queries((7, 5)) is False)
@@ -87,7 +105,7 @@ def main() -> None:
             def test_fp32_gemm():
                 pass
         """))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "probe"), str(ROOT)]))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "probe"), str(ALIAS), str(ROOT)]))
         for args, expect in (([], "3 passed"), (["--trt-target-sm", "7.5"], "2 passed, 1 skipped")):
             run = subprocess.run(
                 [sys.executable, "-m", "pytest", "-p", "pytest_trtcap.plugin", "-p", "no:cacheprovider",

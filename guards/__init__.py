@@ -15,6 +15,16 @@ if __name__ != "trtcap_guards":
         "(install the project, e.g. pip install -e .)"
     )
 
+from .builder import (
+    BuilderTargets,
+    apply_builder_targets,
+    builder_targets,
+    builder_targets_enabled,
+    builder_targets_installed,
+    enable_builder_targets,
+    plan_builder_targets,
+    upstream_sets_builder_targets,
+)
 from .gpuless import answer_device_queries, import_torch_tensorrt, install_import_hook, remove_import_hook
 from .gpuless import status as gpu_less_import_status
 from .registry import (
@@ -59,6 +69,8 @@ from .validators import (
 )
 
 __all__ = [
+    "BuilderTargets", "apply_builder_targets", "builder_targets", "builder_targets_enabled",
+    "builder_targets_installed", "enable_builder_targets", "plan_builder_targets", "upstream_sets_builder_targets",
     "CapabilityDecision", "ENV_BACKEND", "ENV_TARGETS", "RTX_SUPPORTED", "RULES", "Rule", "TURING",
     "UnsupportedTargetWarning", "VALIDATORS", "answer_device_queries", "attention_capability_validator",
     "bf16_capability_validator", "capability_decision", "cdist_forward_capability_validator",

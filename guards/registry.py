@@ -15,6 +15,7 @@ from collections import Counter
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from .builder import install_builder_targets, uninstall_builder_targets
 from .rules import ALL_TARGETS, RULES, Rule, explicit_targets, rules_for, target_name_of
 from .validators import rejecting_rule
 
@@ -89,7 +90,8 @@ def _is_guarded(support: Any) -> bool:
 
 
 def install(rules: Tuple[Rule, ...] = RULES) -> Tuple[str, ...]:
-    """Guard every registered target the rules name. Idempotent; returns the guarded target names."""
+    """Guard every registered target the rules name, and declare the targets on the builder
+    (``builder.install_builder_targets``). Idempotent; returns the guarded target names."""
     guarded: List[str] = []
     for table in registry_dicts():
         for target, entries in table.items():
@@ -109,6 +111,7 @@ def install(rules: Tuple[Rule, ...] = RULES) -> Tuple[str, ...]:
                         continue
                 entries[i] = _guard(support, mine, name)
             guarded.append(name)
+    install_builder_targets()
     return tuple(guarded)
 
 
@@ -118,6 +121,7 @@ def uninstall() -> int:
     Imports nothing: where torch_tensorrt's registry was never imported no guard can be installed, and importing
     it here would cost seconds and, on a host without CUDA, answer its device queries as a side effect.
     """
+    uninstall_builder_targets()
     if REGISTRY_MODULE not in sys.modules:
         return 0
     restored = 0

@@ -72,7 +72,8 @@ def parse_targets(text: str, name: str = ENV_TARGETS) -> Tuple[Capability, ...]:
         _warned.add((name, tuple(unsupported)))
         warnings.warn(
             f"{name}: TensorRT-RTX does not build for {format_targets(unsupported)}; "
-            f"it supports {format_targets(RTX_SUPPORTED)}",
+            f"it supports {format_targets(RTX_SUPPORTED)}; {format_targets(unsupported)} is never passed to the "
+            "TensorRT-RTX builder (no ComputeCapability for it)",
             UnsupportedTargetWarning,
             stacklevel=3,
         )

@@ -99,6 +99,9 @@ def pytest_configure(config: pytest.Config) -> None:
         state.exit.callback(guards.declare_backend(resolved.backend.value, origin=resolved.backend.source).undo)
     for name in resolved.neutralize.value:
         state.exit.enter_context(guards.neutralize(name))
+    if resolved.builder_targets.source != "default":
+        state.exit.callback(guards.enable_builder_targets(resolved.builder_targets.value,
+                                                          origin=resolved.builder_targets.source).undo)
     state.exit.callback(guards.remove_import_hook)
     if "torch_tensorrt" in sys.modules:
         state.install_guards()
@@ -224,6 +227,8 @@ def header_lines(state: TrtcapState, verbose: bool = False) -> List[str]:
     else:
         gpu_text = (f"auto ({_sourced(s.gpu_less_import)}; answers device queries only if torch_tensorrt is "
                     "imported without a CUDA device)")
+    builder = guards.builder.builder_targets_status() if s.guards.value else f"off (guards off, {_sourced(s.guards)})"
+    lines.append(f"trtcap: builder targets: {builder}")
     strict = "strict" if s.strict.value else "warn"
     lines.append(f"trtcap: gpu-less import: {gpu_text}; isolation: {strict} ({_sourced(s.strict)})")
     return lines

@@ -97,6 +97,9 @@ SPECS: Tuple[Spec, ...] = (
     Spec("gpu_less_import", "--trtcap-gpu-less-import", "TRTCAP_GPU_LESS_IMPORT", "trtcap_gpu_less_import",
          "answer torch_tensorrt's import-time device queries on a host without a CUDA device (auto/off)",
          _choice("auto", "off"), default="auto", metavar="{auto,off}"),
+    Spec("builder_targets", "--trtcap-builder-targets", "TRTCAP_BUILDER_TARGETS", "trtcap_builder_targets",
+         "declare the targets on the TensorRT-RTX builder config when the guards are installed (on/off)",
+         lambda raw, name: parse_bool(raw, name), default=True, metavar="{on,off}"),
 )
 
 
@@ -108,6 +111,7 @@ class Settings:
     neutralize: Setting = field(default_factory=lambda: Setting((), "default"))
     strict: Setting = field(default_factory=lambda: Setting(False, "default"))
     gpu_less_import: Setting = field(default_factory=lambda: Setting("auto", "default"))
+    builder_targets: Setting = field(default_factory=lambda: Setting(True, "default"))
 
 
 def add_options(parser: pytest.Parser) -> None:
