@@ -74,6 +74,20 @@ def test_matmul_packet_name_is_guarded_too(targets):
     assert guards.rejecting_rule(node, target_name="aten.matmul") is RULE["fp32_gemm"]
 
 
+def test_gemm_operand_dtype_comes_from_val_then_tensor_meta(targets):
+    """README: dtypes are read from ``meta["val"]``, else ``meta["tensor_meta"]``; with neither, not FP32."""
+    mm = the_node(tm.gemm_graph("mm", torch.float32), GEMM_TARGET["mm"])
+    targets("7.5")
+    operands = mm.args[:2]
+    assert all("tensor_meta" in a.meta for a in operands)
+    for a in operands:
+        a.meta.pop("val")
+    assert V["gemm_capability_validator"](mm) is False
+    for a in operands:
+        a.meta.pop("tensor_meta")
+    assert V["gemm_capability_validator"](mm) is True
+
+
 def test_casting_to_fp16_before_the_gemm_is_accepted_at_turing(targets):
     """The Turing-safe pattern (``turing_safe_gemm_dtype``): FP32 inputs cast to FP16 right before the GEMM."""
     model = tm.Fn(lambda a, b: torch.mm(a.to(guards.turing_safe_gemm_dtype()), b.to(guards.turing_safe_gemm_dtype())))
