@@ -20,3 +20,19 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert "trtcap sweep" in main_job
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert test_command in ci.splitlines()
+
+
+def test_opening_install_lines_name_the_distribution_and_extras_pyproject_defines():
+    import re
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    opening = README.split("## The problem")[0]
+    named = re.findall(r"'?(pytest-trtcap)\[(\w+)\]'?", opening)
+    assert ("pytest-trtcap", "rtx") in named and ("pytest-trtcap", "report") in named
+    for name, extra in named:
+        assert name == project["name"]
+        assert extra in project["optional-dependencies"]
+    assert any(dep.startswith("rich") for dep in project["optional-dependencies"]["report"])
+    # The checkout's two commands come before anything else that runs.
+    assert opening.index("```bash") < opening.index("pip install 'pytest-trtcap[rtx]'")
