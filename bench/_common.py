@@ -40,6 +40,8 @@ class Result:
     #: which is the ratio checked; the medians of each side are printed beside it.
     paired: Optional[float] = None
     rounds: int = 0
+    #: The per-round ratios behind ``paired``: their spread is the run-to-run noise of the figure.
+    ratios: Sequence[float] = ()
 
     @property
     def ratio_of_medians(self) -> float:
@@ -47,28 +49,60 @@ class Result:
 
     @property
     def ratio(self) -> float:
-        return self.paired if self.paired is not None else self.ratio_of_medians
+        """The figure checked against the target: the ratio of the two sides' medians."""
+        return self.ratio_of_medians
+
+    @property
+    def noise(self) -> Optional[float]:
+        """Half-width of the median's 95% interval (box-plot notch: 1.58 IQR / sqrt(n)) of the per-round ratios."""
+        if len(self.ratios) < 4:
+            return None
+        q1, _, q3 = statistics.quantiles(self.ratios, n=4)
+        return 1.58 * (q3 - q1) / len(self.ratios) ** 0.5
+
+    @property
+    def outcome(self) -> str:
+        """``met``, ``MISSED``, ``not measurable`` (the target lies inside the noise) or ``for information``."""
+        if self.target is None:
+            return "for information"
+        if not self.checked:
+            return "not checked (--quick)"
+        noise = self.noise or 0.0
+        if self.ratio + noise <= self.target:
+            return "met"
+        if self.ratio - noise > self.target:
+            return "MISSED"
+        return "not measurable"
+
+    @property
+    def noise_note(self) -> str:
+        noise = self.noise
+        if noise is None:
+            return ""
+        note = f"noise +/-{noise:.3f}"
+        if self.ratio - noise <= 1.0 <= self.ratio + noise:
+            note += ", overhead not measurable"
+        return note
 
     @property
     def verdict(self) -> str:
         if self.target is None:
             return "for information"
-        if not self.checked:
-            return f"target <= {self.target:.3g}, not checked (--quick)"
-        return f"target <= {self.target:.3g}: {'met' if self.ratio <= self.target else 'MISSED'}"
+        return f"target <= {self.target:.3g}: {self.outcome}"
 
     @property
     def missed(self) -> bool:
         if self.checked and self.problems:
             return True
-        return self.checked and self.target is not None and self.ratio > self.target
+        return self.outcome == "MISSED"
 
     def line(self) -> str:
         problems = "".join(f"; PROBLEM: {p}" for p in self.problems)
         if self.paired is not None:
-            return (f"ratio {self.name}: {self.ratio:.3f} (median of {self.rounds} per-round ratios; medians "
-                    f"{fmt(self.value, self.unit)} vs baseline {fmt(self.baseline, self.unit)}, ratio of medians "
-                    f"{self.ratio_of_medians:.3f}; {self.verdict}{problems})")
+            noise = f"; {self.noise_note}" if self.noise_note else ""
+            return (f"ratio {self.name}: {self.ratio:.3f} (ratio of medians {fmt(self.value, self.unit)} vs baseline "
+                    f"{fmt(self.baseline, self.unit)}; median of {self.rounds} per-round ratios {self.paired:.3f}"
+                    f"{noise}; {self.verdict}{problems})")
         return (f"ratio {self.name}: {self.ratio:.3f} ({fmt(self.value, self.unit)} vs baseline "
                 f"{fmt(self.baseline, self.unit)}; {self.verdict}{problems})")
 
@@ -87,9 +121,14 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
+def per_round(values: Sequence[float], baselines: Sequence[float]) -> List[float]:
+    """Per-round ratios ``values[i] / baselines[i]`` (both sides of a round run back to back)."""
+    return [v / b for v, b in zip(values, baselines)]
+
+
 def paired_median(values: Sequence[float], baselines: Sequence[float]) -> float:
-    """Median of per-round ratios ``values[i] / baselines[i]`` (both sides of a round run back to back)."""
-    return statistics.median(v / b for v, b in zip(values, baselines))
+    """Median of the per-round ratios."""
+    return statistics.median(per_round(values, baselines))
 
 
 def spread(values: Sequence[float]) -> str:

@@ -24,7 +24,7 @@ from typing import Callable, Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import Result, banner, clean_env, interleaved, median, paired_median, spread  # noqa: E402
+from _common import Result, banner, clean_env, interleaved, median, paired_median, per_round, spread  # noqa: E402
 
 PER_TEST_TARGET = 1 / 3
 SUITE_TARGET = 1.05
@@ -177,7 +177,7 @@ def suite(n_tests: int, runs: int, quick: bool) -> List[Result]:
           f"CPU median {cpu_without:.3f} s (CPU ratio {cpu_with / cpu_without:.3f}); probe: {probes['no plugin']}")
     paired = paired_median(times["plugin"], times["no plugin"])
     result = Result("isolation_suite", f"suite of {n_tests} trivial tests with torch_tensorrt imported (wall time)",
-                    with_plugin, without, "s", SUITE_TARGET, checked=not quick, paired=paired, rounds=runs,
+                    with_plugin, without, "s", SUITE_TARGET, checked=not quick, paired=paired, rounds=runs, ratios=per_round(times["plugin"], times["no plugin"]),
                     detail={"runs": f"{runs} each, alternated", "tests": str(n_tests),
                             "CPU time (user + system, medians)":
                                 f"{cpu_with:.3f} s vs {cpu_without:.3f} s, ratio {cpu_with / cpu_without:.3f}"})

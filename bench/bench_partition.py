@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import Result, banner, median, paired_median, spread  # noqa: E402
+from _common import Result, banner, median, paired_median, per_round, spread  # noqa: E402
 
 TARGET = 1.05
 DIM = 16
@@ -251,7 +251,7 @@ def partition_at(gm: Any, settings: Any, target: str, runs: int, quick: bool, op
     fp16 = " (FP16: guards consulted, none fires)" if target == "7.5" else ""
     partition = Result(
         name, f"fast_partition of {ops['call_function']} call_function nodes, targets {target}{fp16}, CPU time",
-        on, off, "s", TARGET, checked=not quick, paired=paired, rounds=runs,
+        on, off, "s", TARGET, checked=not quick, paired=paired, rounds=runs, ratios=per_round(cpu[True], cpu[False]),
         detail={"nodes": f"{sum(ops.values())} ({ops['call_function']} call_function)",
                 "runs": f"{runs} rounds, both sides back to back in each, order alternated",
                 "ratio of minimums": f"{min(cpu[True]) / min(cpu[False]):.3f}",

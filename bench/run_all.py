@@ -50,8 +50,10 @@ NOTES = [
     "How each figure is taken:",
     "",
     "- **ratios of interleaved runs** (plugin load, suite, partitioning): each round runs both sides back to "
-    "back, the order alternating from round to round; the ratio checked against the target is the median of "
-    "the per-round ratios, and the medians of each side and their ratio are listed beside it. The machine's "
+    "back, the order alternating from round to round; the ratio checked against the target is the ratio of the "
+    "two sides' medians, and the median of the per-round ratios is listed beside it. The noise is the half-width "
+    "of the 95% interval of the per-round ratios' median (1.58 IQR / sqrt(rounds)): a target met only inside "
+    "that interval is reported as not measurable, never as met. The machine's "
     "speed drifts by tens of percent over seconds (other work on the host; CPU time follows wall time), so "
     "two runs close in time compare better than two medians of runs taken at different moments.",
     "- **plugin load**: wall time of a fresh `python -m pytest --collect-only -q test_one.py` process (a one-test "
@@ -110,19 +112,48 @@ def table(results: List[Result]) -> List[str]:
              "|---|---|---|---|---|---|"]
     for r in results:
         target = f"<= {r.target:.3g}" if r.target is not None else "-"
-        if r.target is None:
-            verdict = "for information"
-        elif not r.checked:
-            verdict = "not checked (--quick)"
-        else:
-            verdict = "MISSED" if r.ratio > r.target else "met"
+        verdict = r.outcome
         if r.problems:
             verdict += "; " + "; ".join(r.problems)
         ratio = f"{r.ratio:.3f}"
         if r.paired is not None:
-            ratio += f" (per-round median; ratio of medians {r.ratio_of_medians:.3f})"
+            ratio += f" (ratio of medians; per-round median {r.paired:.3f}"
+            ratio += f"; {r.noise_note})" if r.noise_note else ")"
         lines.append(f"| {r.what} | {fmt(r.value, r.unit)} | {fmt(r.baseline, r.unit)} | {ratio} | {target} | {verdict} |")
     return lines
+
+
+README = os.path.join(REPO, "README.md")
+README_START, README_END = "<!-- bench-results:start -->", "<!-- bench-results:end -->"
+
+
+def readme_block(results_text: str) -> str:
+    """The README's copy of the results: the measurement lines and the table, verbatim from RESULTS.md.
+
+    One source for every figure the README quotes; ``tests/test_readme.py`` checks the copy.
+    """
+    lines = results_text.splitlines()
+    measured = next(line for line in lines if line.startswith("Measured "))
+    machine_line = next(line for line in lines if line.startswith("Machine: "))
+    first = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[first:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    return "\n".join([measured, "", machine_line, "", *rows])
+
+
+def sync_readme(results_path: str, readme_path: str = README) -> None:
+    """Rewrite the README's results block from the results file just written."""
+    with open(results_path, encoding="utf-8") as f:
+        block = readme_block(f.read())
+    with open(readme_path, encoding="utf-8") as f:
+        text = f.read()
+    start = text.index(README_START) + len(README_START)
+    end = text.index(README_END)
+    with open(readme_path, "w", encoding="utf-8") as f:
+        f.write(text[:start] + "\n" + block + "\n" + text[end:])
 
 
 def write_results(path: str, info: Dict[str, str], command: str, results: List[Result], elapsed: float,
@@ -204,6 +235,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if results_path:
         write_results(results_path, info, command, results, elapsed, tee.lines, compare)
         print(f"results written to {os.path.relpath(results_path, REPO)}")
+        if args.results is None:
+            sync_readme(results_path)
+            print("README.md's results block rewritten from it")
     return 1 if crashed or missed else 0
 
 

@@ -36,3 +36,33 @@ def test_opening_install_lines_name_the_distribution_and_extras_pyproject_define
     assert any(dep.startswith("rich") for dep in project["optional-dependencies"]["report"])
     # The checkout's two commands come before anything else that runs.
     assert opening.index("```bash") < opening.index("pip install 'pytest-trtcap[rtx]'")
+
+
+def _results_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_run_all", ROOT / "bench" / "run_all.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_results_block_is_the_results_file_verbatim():
+    results = (ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8")
+    start = README.index("<!-- bench-results:start -->") + len("<!-- bench-results:start -->")
+    end = README.index("<!-- bench-results:end -->")
+    copied = README[start:end].strip()
+    assert copied == _results_module().readme_block(results)
+    # The block is the file's own lines, not a rendering of them.
+    assert all(line in results.splitlines() for line in copied.splitlines())
+
+
+def test_every_figure_the_readme_quotes_elsewhere_is_in_the_results_file():
+    import re
+
+    results = (ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8")
+    outside = README[: README.index("<!-- bench-results:start -->")] + README[README.index("<!-- bench-results:end -->"):]
+    figure = re.compile(r"\b\d+(?:\.\d+)?\s?(?:us|µs|ns|ms|MiB|B/test)\b|\b[01]\.\d{3}\b")
+    quoted = set(figure.findall(outside))
+    missing = sorted(f for f in quoted if f not in results)
+    assert missing == []

@@ -1,0 +1,45 @@
+"""How a benchmark figure is judged: the ratio of medians, against a target, with its run-to-run noise."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+
+from _common import Result  # noqa: E402
+
+
+def result(value, baseline, ratios=(), target=1.05):
+    return Result("x", "x", value, baseline, "s", target, paired=1.0 if ratios else None, ratios=ratios)
+
+
+def test_the_checked_ratio_is_the_ratio_of_medians_not_the_per_round_median():
+    r = Result("x", "x", 1.10, 1.00, "s", 1.05, paired=1.00, ratios=[1.0] * 8)
+    assert r.ratio == pytest.approx(1.10)
+    assert r.outcome == "MISSED" and r.missed
+
+
+def test_a_target_inside_the_noise_is_not_measurable_never_met():
+    # Per-round ratios quartiles 0.9 and 1.2 over 16 rounds: notch 1.58 * 0.3 / 4 = 0.1185.
+    ratios = [0.9] * 4 + [1.0] * 4 + [1.1] * 4 + [1.2] * 4
+    r = result(1.00, 1.00, ratios)
+    assert r.noise == pytest.approx(1.58 * (1.2 - 0.9) / 4, rel=0.2)
+    assert r.outcome == "not measurable"
+    assert not r.missed
+    assert "overhead not measurable" in r.noise_note
+
+
+def test_tight_rounds_decide_met_and_missed():
+    tight = [1.01, 1.011, 1.012, 1.013] * 4
+    assert result(1.01, 1.00, tight).outcome == "met"
+    assert result(1.10, 1.00, [1.1, 1.101, 1.102, 1.103] * 4).outcome == "MISSED"
+
+
+def test_without_rounds_the_ratio_alone_decides_and_information_rows_are_never_missed():
+    assert result(1.04, 1.00).outcome == "met"
+    assert result(1.06, 1.00).outcome == "MISSED"
+    assert result(9.0, 1.00, target=None).outcome == "for information"
+    assert not result(9.0, 1.00, target=None).missed
