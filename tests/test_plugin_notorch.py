@@ -135,12 +135,15 @@ def test_without_torch_markers_are_listed(pytester: pytest.Pytester, notorch_pyt
     ])
 
 
-def test_without_torch_the_mixin_skips_like_the_fixture(pytester: pytest.Pytester, notorch_python: Path) -> None:
+def test_without_torch_the_mixin_skips_like_the_fixture(
+    pytester: pytest.Pytester, notorch_python: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_mixin=MIXIN_SUITE)
     result = pytester.run(str(notorch_python), "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--trt-target-sm", "7.5")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *: trtcap: turing_safe_gemm_dtype needs torch, which is not installed"])
     # and under the plain unittest runner, which knows nothing of pytest's skip exception
+    monkeypatch.setenv("TRTCAP_TARGET_SM", "7.5")
     plain = pytester.run(str(notorch_python), "-m", "unittest", "-v", "test_mixin")
     assert plain.ret == 0
     plain.stderr.fnmatch_lines(["*skipped 'trtcap: turing_safe_gemm_dtype needs torch, which is not installed'*"])
