@@ -92,7 +92,7 @@ def test_unsupported_target_warns_once_per_run_from_every_source(
         pytester.makeconftest("def pytest_trtcap_target_capabilities(config):\n    return [(7, 5), (9, 0)]\n")
     result = pytester.runpytest(*args)
     result.assert_outcomes(skipped=1, warnings=1)
-    assert result.stdout.str().count("UnsupportedTargetWarning") == 1
+    assert result.stdout.str().count("UnsupportedTargetWarning: ") == 1
     result.stdout.fnmatch_lines(["*UnsupportedTargetWarning: *: TensorRT-RTX does not build for 9.0; *"])
 
 
@@ -115,24 +115,44 @@ def test_hook_targets_are_held_to_the_option_rules(pytester: pytest.Pytester, re
 # --- unknown neutralize targets ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("conftest_imports", [False, True], ids=["not-imported", "imported-in-conftest"])
+@pytest.mark.parametrize("imported_by", ["conftest", "test module"])
 @pytest.mark.parametrize(
     "bad, suggested",
     [("aten.nosuch.default", None), ("ATEN.LINEAR.DEFAULT", "aten.linear.default"), ("aten.linaer.default", "aten.linear.default")],
 )
 def test_unknown_neutralize_target_is_a_usage_error_with_the_nearest_targets(
-    pytester: pytest.Pytester, conftest_imports: bool, bad: str, suggested: str
+    pytester: pytest.Pytester, imported_by: str, bad: str, suggested: str
 ) -> None:
-    if conftest_imports:
+    """Checked against the registry at configure (a conftest imported Torch-TensorRT) or after collection."""
+    if imported_by == "conftest":
         pytester.makeconftest("import torch_tensorrt\n")
-    pytester.makepyfile("def test_one(): pass")
+    pytester.makepyfile("import torch_tensorrt\n\ndef test_one(): pass")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-neutralize", bad)
     assert result.ret == USAGE_ERROR
     _clean(result)
     result.stderr.fnmatch_lines([f"ERROR: trtcap: --trtcap-neutralize: {bad!r} is not a converter target *; nearest: *"])
     if suggested:
         assert suggested in result.stderr.str()
-    assert "neutralized guards" not in result.stdout.str()
+    assert "neutralized guards" not in result.stdout.str() and "passed" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("where", ["cli", "env", "ini"])
+def test_a_rule_target_in_other_case_is_refused_without_importing_torch_tensorrt(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    pytester.makepyfile("import sys\n\ndef test_one():\n    assert 'torch_tensorrt' not in sys.modules")
+    args = []
+    if where == "cli":
+        args = ["--trtcap-neutralize", "ATEN.LINEAR.DEFAULT"]
+    elif where == "env":
+        monkeypatch.setenv("TRTCAP_NEUTRALIZE", "aten.mm.default,ATEN.LINEAR.DEFAULT")
+    else:
+        pytester.makeini("[pytest]\ntrtcap_neutralize = ATEN.LINEAR.DEFAULT\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == USAGE_ERROR
+    _clean(result)
+    result.stderr.fnmatch_lines(["ERROR: trtcap: *: 'ATEN.LINEAR.DEFAULT' is not a converter target (converter targets "
+                                 "are lower case); nearest: aten.linear.default*"])
 
 
 # --- hook results of the wrong shape -------------------------------------------------------------------------
