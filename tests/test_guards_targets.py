@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -43,7 +44,19 @@ ACCEPTED = [
     ("8.6,86,sm_86", ((8, 6),)),  # duplicates collapse, order kept
     ("12.1,7.5", ((12, 1), (7, 5))),
 ]
-REJECTED = ["banana", "7", "7.5.1", "-1.0", "7.5,,8.9", "", " ", "7.5,", ",7.5", "sm_", "7,5", "1234", "7.a", "sm-75"]
+REJECTED = ["banana", "7", "7.5.1", "-1.0", "7.5,,8.9", "", " ", "7.5,", ",7.5", "sm_", "7,5", "1234", "7.a", "sm-75",
+            "7 .5", "sm 75", "7. 5"]
+
+
+def test_readme_says_which_spaces_are_accepted():
+    """The README's claim about spaces, executed: around items accepted, inside one refused."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    claim = "spaces around an item are\n  ignored (` 7.5 , 8.9 `), spaces inside one are not (`7 .5`, `sm 75` are errors)"
+    assert claim in readme
+    assert guards.parse_targets(" 7.5 , 8.9 ") == ((7, 5), (8, 9))
+    for inside in ("7 .5", "sm 75"):
+        with pytest.raises(ValueError, match="TRTCAP_TARGET_SM"):
+            guards.parse_targets(inside)
 
 
 @pytest.mark.parametrize("text, expected", ACCEPTED, ids=[repr(t) for t, _ in ACCEPTED])

@@ -243,12 +243,17 @@ def test_hook_targets_answer_the_import_time_queries_and_the_header_says_so(pyte
         def test_answer():
             assert torch.cuda.get_device_capability() == (7, 5)
     """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v", "--trtcap-gpu-less-import", "auto")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-v", "--trtcap-gpu-less-import", "auto", "--trtcap-guards", "on",
+        "--trtcap-strict", "--trtcap-neutralize", "aten.mm.default",
+    )
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([
-        "trtcap: targets: 7.5 (from hook pytest_trtcap_target_capabilities);*",
+    result.stdout.fnmatch_lines([  # every value with its source (README: "the header shows each value with its source")
+        "trtcap: targets: 7.5 (from hook pytest_trtcap_target_capabilities);*; "
+        "guards: installed (* targets; on, from --trtcap-guards)",
+        "trtcap: neutralized: aten.mm.default (from --trtcap-neutralize)",
         "trtcap: gpu-less import: applied (device queries answered with 7.5*) (auto, from --trtcap-gpu-less-import); "
-        "isolation: warn (default)",
+        "isolation: strict (from --trtcap-strict)",
     ])
     result.stdout.fnmatch_lines(["*- trtcap -*", "gpu-less import: applied (device queries answered with 7.5*"])
     assert "answered with 8.9" not in result.stdout.str()
