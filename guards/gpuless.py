@@ -26,10 +26,14 @@ class GpuLessStatus:
     applied: bool = False
     capability: Optional[Capability] = None
     detail: str = "not attempted"
+    at_import: Optional[Capability] = None  # what the import itself was answered, where targets came later
 
     def describe(self) -> str:
         if self.applied and self.capability is not None:
-            return f"applied (device queries answered with {format_capability(self.capability)})"
+            earlier = ""
+            if self.at_import not in (None, self.capability):
+                earlier = f"; {format_capability(self.at_import)} during the import, before the targets were known"
+            return f"applied (device queries answered with {format_capability(self.capability)}{earlier})"
         return self.detail
 
 
@@ -58,7 +62,7 @@ def answer_device_queries(capability: Optional[Capability] = None) -> bool:
     answer = (int(capability[0]), int(capability[1]))
 
     def get_device_capability(device: Any = None) -> Capability:
-        return answer
+        return _status.capability or answer  # follow_targets may re-point it
 
     def current_device() -> int:
         return 0
@@ -70,6 +74,17 @@ def answer_device_queries(capability: Optional[Capability] = None) -> bool:
     _status.applied, _status.capability = True, answer
     _status.detail = f"applied ({format_capability(answer)})"
     return True
+
+
+def follow_targets(capability: Optional[Capability]) -> None:
+    """Answer later device queries with ``capability``: targets that became known only after the import
+    (a conftest imports torch_tensorrt before its own ``pytest_trtcap_target_capabilities`` could answer)."""
+    if not _status.applied or capability is None or capability == _status.capability:
+        return
+    if _status.at_import is None:
+        _status.at_import = _status.capability
+    _status.capability = (int(capability[0]), int(capability[1]))
+    _status.detail = f"applied ({format_capability(_status.capability)})"
 
 
 def import_torch_tensorrt(capability: Optional[Capability] = None) -> ModuleType:

@@ -52,54 +52,86 @@ def _parse_one(item: str, name: str, text: str) -> Capability:
     return (int(m.group(1)), int(m.group(2)))
 
 
-_warned: set = set()
-
-
-def parse_targets(text: str, name: str = ENV_TARGETS) -> Tuple[Capability, ...]:
-    """Parse ``7.5``, ``75``, ``sm_75``, ``SM75`` or a comma list; errors name ``name`` and the value."""
-    if not isinstance(text, str):
-        raise ValueError(f"{name}: expected a string of compute capabilities, got {text!r}")
+def _parse_text(text: str, name: str) -> Tuple[Capability, ...]:
     items = [part.strip() for part in text.split(",")]
     if any(not item for item in items):
         raise ValueError(f"{name}: empty compute capability in {text!r}")
-    caps: list = []
-    for item in items:
-        cap = _parse_one(item, name, text)
-        if cap not in caps:
-            caps.append(cap)
+    return tuple(dict.fromkeys(_parse_one(item, name, text) for item in items))
+
+
+def _pair(value: Any, name: str) -> Capability:
+    """``(7, 5)`` -> (7, 5); the same range the text forms allow (major 0-99, minor 0-9), else a ValueError."""
+    if (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and 0 <= value[0] <= 99
+        and 0 <= value[1] <= 9
+    ):
+        return (int(value[0]), int(value[1]))
+    raise ValueError(
+        f"{name}: invalid compute capability {value!r}; expected a (major, minor) pair such as (7, 5) "
+        "(major 0-99, minor 0-9) or a string such as '7.5'"
+    )
+
+
+def unsupported_message(caps: Sequence[Capability], name: str) -> Optional[str]:
+    """The ``UnsupportedTargetWarning`` text for the capabilities TensorRT-RTX does not build for, or None."""
     unsupported = [c for c in caps if c not in RTX_SUPPORTED]
-    if unsupported and (name, tuple(unsupported)) not in _warned:
-        _warned.add((name, tuple(unsupported)))
-        warnings.warn(
-            f"{name}: TensorRT-RTX does not build for {format_targets(unsupported)}; "
-            f"it supports {format_targets(RTX_SUPPORTED)}; {format_targets(unsupported)} is never passed to the "
-            "TensorRT-RTX builder (no ComputeCapability for it)",
-            UnsupportedTargetWarning,
-            stacklevel=3,
-        )
-    return tuple(caps)
+    if not unsupported:
+        return None
+    return (
+        f"{name}: TensorRT-RTX does not build for {format_targets(unsupported)}; "
+        f"it supports {format_targets(RTX_SUPPORTED)}; {format_targets(unsupported)} is never passed to the "
+        "TensorRT-RTX builder (no ComputeCapability for it)"
+    )
 
 
-def coerce_targets(targets: Any, name: str) -> Tuple[Capability, ...]:
+def _warn_unsupported(caps: Sequence[Capability], name: str, stacklevel: int) -> None:
+    """Warn every time the warnings filters say so (no once-per-process memory of our own)."""
+    message = unsupported_message(caps, name)
+    if message is not None:
+        warnings.warn(message, UnsupportedTargetWarning, stacklevel=stacklevel + 1)
+
+
+#: ``TRTCAP_TARGET_SM`` values already parsed under that name: the predicate, which re-reads the variable on
+#: every cache miss, reports an unsupported target in a value nobody has read before, and only once.
+_env_seen: set = set()
+
+
+def parse_targets(text: str, name: str = ENV_TARGETS, *, warn: bool = True) -> Tuple[Capability, ...]:
+    """Parse ``7.5``, ``75``, ``sm_75``, ``SM75`` or a comma list; errors name ``name`` and the value.
+
+    Spaces around an item are ignored; inside one (``7 .5``, ``sm 75``) they are an error. A capability
+    TensorRT-RTX does not build for is an ``UnsupportedTargetWarning`` (unless ``warn`` is False).
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"{name}: expected a string of compute capabilities, got {text!r}")
+    caps = _parse_text(text, name)
+    if name == ENV_TARGETS:
+        _env_seen.add(text)
+    if warn:
+        _warn_unsupported(caps, name, stacklevel=2)
+    return caps
+
+
+def coerce_targets(targets: Any, name: str, *, warn: bool = True) -> Tuple[Capability, ...]:
+    """A string (``parse_targets``) or an iterable of strings and ``(major, minor)`` pairs; ValueError naming
+    ``name`` and the value otherwise. Warns about unsupported capabilities like ``parse_targets``."""
     if isinstance(targets, str):
-        return parse_targets(targets, name)
-    try:
-        items = list(targets)
-    except TypeError:
-        raise ValueError(f"{name}: invalid compute capabilities {targets!r}; expected e.g. '7.5' or [(7, 5)]") from None
-    caps = []
-    for t in items:
-        if isinstance(t, str):
-            caps.extend(parse_targets(t, name))
-        elif (
-            isinstance(t, (tuple, list))
-            and len(t) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in t)
-        ):
-            caps.append((int(t[0]), int(t[1])))
-        else:
-            raise ValueError(f"{name}: invalid compute capability {t!r}")
-    return tuple(dict.fromkeys(caps))
+        caps = _parse_text(targets, name)
+    else:
+        if isinstance(targets, (bytes, bytearray, dict)) or not isinstance(targets, Iterable):
+            raise ValueError(
+                f"{name}: expected a string like '7.5,8.9' or (major, minor) pairs such as [(7, 5)], got {targets!r}"
+            )
+        found: list = []
+        for t in targets:
+            found.extend(_parse_text(t, name) if isinstance(t, str) else [_pair(t, name)])
+        caps = tuple(dict.fromkeys(found))
+    if warn:
+        _warn_unsupported(caps, name, stacklevel=3)
+    return caps
 
 
 def parse_backend(text: str, name: str = ENV_BACKEND) -> str:
@@ -148,14 +180,15 @@ class Declaration:
 
 
 def declare_targets(
-    targets: Union[str, Iterable[Any], None], *, origin: str = "declared"
+    targets: Union[str, Iterable[Any], None], *, origin: str = "declared", warn: bool = True
 ) -> Declaration:
     """Declare the capabilities this process builds for (outranks ``TRTCAP_TARGET_SM``).
 
-    ``None`` clears the declaration. ``origin`` is what reports print as the value's source.
+    ``None`` clears the declaration. ``origin`` is what reports print as the value's source. A capability
+    TensorRT-RTX does not build for is an ``UnsupportedTargetWarning`` (``warn=False``: the caller already said so).
     """
     previous = (_declared.targets, _declared.targets_origin)
-    caps = None if targets is None else coerce_targets(targets, origin)
+    caps = None if targets is None else coerce_targets(targets, origin, warn=warn)
     _declared.targets, _declared.targets_origin = caps, origin
     _declared.version += 1
     return Declaration(previous, ("targets", "targets_origin"))
@@ -274,10 +307,19 @@ def _settings_targets(settings: Any) -> Optional[Tuple[Capability, ...]]:
     caps = getattr(settings, "target_compute_capabilities", None) if settings is not None else None
     if not caps:
         return None
-    try:
-        return coerce_targets(caps, "settings.target_compute_capabilities")
+    try:  # read on every cache miss of a validator's question: never warns, never raises
+        return coerce_targets(caps, "settings.target_compute_capabilities", warn=False)
     except (TypeError, ValueError):
         return None
+
+
+def _env_targets(text: str) -> Tuple[Capability, ...]:
+    """``TRTCAP_TARGET_SM`` as the predicate reads it: warns about a value nobody parsed before, and a warnings
+    filter that makes the warning an error cannot make the predicate (and so a validator) raise."""
+    try:
+        return parse_targets(text, ENV_TARGETS, warn=text not in _env_seen)
+    except UnsupportedTargetWarning:
+        return parse_targets(text, ENV_TARGETS, warn=False)
 
 
 def _resolve_backend() -> Tuple[str, str]:
@@ -316,7 +358,7 @@ def capability_decision(settings: Any = None, *, probe_host: bool = True) -> Cap
     elif _declared.targets is not None:
         targets, source, origin = _declared.targets, "declared", _declared.targets_origin
     elif env_targets is not None:
-        targets, source, origin = parse_targets(env_targets, ENV_TARGETS), ENV_TARGETS, ENV_TARGETS
+        targets, source, origin = _env_targets(env_targets), ENV_TARGETS, ENV_TARGETS
     else:
         host = host_capabilities(probe=probe_host)
         if host:

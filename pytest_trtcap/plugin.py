@@ -41,22 +41,23 @@ class TrtcapState:
         self.guards_installed_by_us = False
         self.installed_targets: tuple = ()
         self.worker_status: List[Dict[str, Any]] = []
+        self.user_state: Optional[list] = None  # the project's pytest_trtcap_isolated_state entries, checked
+
+    def user_state_entries(self) -> list:
+        """The project's isolated-state entries; a usage error naming the hook, file and value if ill-shaped."""
+        if self.user_state is None:
+            from .hook_results import isolated_state_entries
+
+            self.user_state = isolated_state_entries(self.config)
+        return self.user_state
 
     def get_isolation(self) -> isolation.Isolation:
         if self.isolation is None:
             from . import isolation
 
             specs = isolation.builtin_specs()
-            for result in self.config.hook.pytest_trtcap_isolated_state(config=self.config):
-                for entry in result or ():
-                    try:
-                        label, snapshot, restore = entry
-                    except (TypeError, ValueError):
-                        raise pytest.UsageError(
-                            f"trtcap: pytest_trtcap_isolated_state must return (label, snapshot, restore) "
-                            f"entries, got {entry!r}"
-                        ) from None
-                    specs.append(isolation.user_spec(label, snapshot, restore))
+            for label, snapshot, restore in self.user_state_entries():
+                specs.append(isolation.user_spec(label, snapshot, restore))
             self.isolation = isolation.Isolation(specs)
         return self.isolation
 
@@ -74,6 +75,19 @@ class TrtcapState:
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hooks)
+    _one_registration(pluginmanager)
+
+
+def _one_registration(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Registered under one name (the entry point's ``trtcap`` or, from ``-p`` / ``pytest_plugins``, the module
+    name), block the other: pytest would otherwise register this module again and fail ("already registered
+    under a different name"). ``-p no:trtcap`` given before keeps the module's name free, so it can still load."""
+    this = sys.modules[__name__]
+    name = pluginmanager.get_name(this)
+    for other in ("trtcap", __name__):
+        if name is not None and other != name and pluginmanager.get_plugin(other) is None:
+            if not pluginmanager.is_blocked(other):
+                pluginmanager.set_blocked(other)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -94,16 +108,20 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SessionPlugin(state), "trtcap-session")
     target = resolved.target_sm
     if target.value is not None and target.source != guards.ENV_TARGETS:
-        state.exit.callback(guards.declare_targets(target.value, origin=target.source).undo)
+        state.exit.callback(guards.declare_targets(target.value, origin=target.source, warn=False).undo)
     if resolved.backend.source not in ("default", guards.ENV_BACKEND):
         state.exit.callback(guards.declare_backend(resolved.backend.value, origin=resolved.backend.source).undo)
-    for name in resolved.neutralize.value:
-        state.exit.enter_context(guards.neutralize(name))
+    if resolved.neutralize.value:
+        from . import neutralize_targets
+
+        neutralize_targets.enter(state.exit, resolved.neutralize.value, resolved.neutralize.source)
     if resolved.builder_targets.source != "default":
         state.exit.callback(guards.enable_builder_targets(resolved.builder_targets.value,
                                                           origin=resolved.builder_targets.source).undo)
     state.exit.callback(guards.remove_import_hook)
     if "torch_tensorrt" in sys.modules:
+        if target.value:  # imported by a conftest before the hook could name the targets: answer them from now on
+            guards.gpuless.follow_targets(target.value[0])
         state.install_guards()
     else:
         targets = resolved.target_sm.value
@@ -175,6 +193,11 @@ def _sourced(setting: settings_mod.Setting) -> str:
     return "default" if setting.source == "default" else f"from {setting.source}"
 
 
+def _given(setting: settings_mod.Setting) -> str:
+    """`` (auto, from --trtcap-gpu-less-import)`` where a value was given; nothing for a default."""
+    return "" if setting.source == "default" else f" ({setting.value}, {_sourced(setting)})"
+
+
 def _guards_text(state: TrtcapState) -> str:
     s = state.settings.guards
     if not s.value:
@@ -221,9 +244,9 @@ def header_lines(state: TrtcapState, verbose: bool = False) -> List[str]:
     if s.gpu_less_import.value == "off":
         gpu_text = f"off ({_sourced(s.gpu_less_import)})"
     elif gpu.applied:
-        gpu_text = gpu.describe()
+        gpu_text = gpu.describe() + _given(s.gpu_less_import)
     elif "torch_tensorrt" in sys.modules:
-        gpu_text = gpu.detail
+        gpu_text = gpu.detail + _given(s.gpu_less_import)
     else:
         gpu_text = (f"auto ({_sourced(s.gpu_less_import)}; answers device queries only if torch_tensorrt is "
                     "imported without a CUDA device)")
@@ -324,6 +347,17 @@ class SessionPlugin:
             return TrtcapLeakError(f"trtcap: {item.nodeid} leaked global state (--trtcap-strict): {what}")
         return None
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Before the first test: the project's isolated-state hook results, and the neutralized targets against
+        the registry where collection imported Torch-TensorRT."""
+        self.state.user_state_entries()
+        neutralize = self.state.settings.neutralize
+        if neutralize.value:
+            from . import neutralize_targets
+
+            neutralize_targets.check_after_collection(neutralize.value, neutralize.source)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
             if key == _LEAK_PROPERTY and report.when == "teardown":
@@ -356,8 +390,8 @@ class SessionPlugin:
         return header_lines(self.state, verbose=config.get_verbosity() > 0)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-        if getattr(config, "workerinput", None) is None:
-            lines = self.summary_lines()
+        if getattr(config, "workerinput", None) is None and exitstatus != pytest.ExitCode.USAGE_ERROR:
+            lines = self.summary_lines()  # a refused setting ran nothing: nothing to claim
             if lines:
                 terminalreporter.write_sep("-", "trtcap")
                 for line in lines:

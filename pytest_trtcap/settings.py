@@ -65,7 +65,7 @@ def parse_bool(raw: Any, name: str) -> bool:
 
 
 def _targets(raw: str, name: str) -> Tuple[Tuple[int, int], ...]:
-    return guards.parse_targets(raw, name)
+    return guards.parse_targets(raw, name, warn=False)  # warned once resolved: report_unsupported
 
 
 def _target_names(raw: Any, name: str) -> Tuple[str, ...]:
@@ -159,27 +159,41 @@ def _resolve(config: pytest.Config, spec: Spec, hook_value: Callable[[], Any], e
     return Setting(spec.default, "default")
 
 
+def report_unsupported(config: pytest.Config, setting: Setting) -> None:
+    """Warn about targets TensorRT-RTX does not build for, as a config-time warning pytest records; where the
+    warnings filters make it an error (``-W error``, ``filterwarnings = error``), a usage error naming the source."""
+    message = guards.targets.unsupported_message(setting.value or (), setting.source)
+    if message is None:
+        return
+    try:
+        config.issue_config_time_warning(guards.UnsupportedTargetWarning(message), stacklevel=3)
+    except Warning as exc:
+        raise pytest.UsageError(
+            f"trtcap: {message} ({type(exc).__name__} is an error under the warnings filter)"
+        ) from None
+
+
 def resolve(config: pytest.Config) -> Settings:
     """All settings; raises ``pytest.UsageError`` naming the option, variable or ini key and the bad value."""
 
     def target_hook() -> Optional[Setting]:
-        value = config.hook.pytest_trtcap_target_capabilities(config=config)
-        if value is None:
+        from .hook_results import first_result
+
+        found = first_result(config.hook.pytest_trtcap_target_capabilities, config=config)
+        if found is None:
             return None
         source = "hook pytest_trtcap_target_capabilities"
         try:
-            return Setting(guards.targets.coerce_targets(value, source), source)
-        except ValueError as exc:
-            raise pytest.UsageError(f"trtcap: {exc}") from None
-        except TypeError:  # not iterable (an int, a bool): the message must still name the hook and the value
-            raise pytest.UsageError(
-                f"trtcap: {source}: expected a string like '7.5,8.9' or (major, minor) pairs, got {value!r}"
-            ) from None
+            return Setting(guards.targets.coerce_targets(found.value, source, warn=False), source)
+        except Exception as exc:  # ValueError, or an iterable that fails while iterated: name it all the same
+            detail = str(exc) if isinstance(exc, ValueError) else f"{source}: cannot read {found.value!r} ({exc!r})"
+            raise pytest.UsageError(f"trtcap: {detail} (returned by {found.where})") from None
 
     out = Settings()
     for spec in SPECS:
         hook = target_hook if spec.dest == "target_sm" else (lambda: None)
         setattr(out, spec.dest, _resolve(config, spec, hook))
+    report_unsupported(config, out.target_sm)
     return out
 
 

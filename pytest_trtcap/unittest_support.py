@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import unittest
 from typing import Any, Optional, Tuple, Union
 
 import trtcap_guards as guards
 
+from .markers import SKIP_PREFIX
 from .partitions import PartitionCounts, expected_partition_counts
 
 
@@ -23,6 +25,12 @@ class TrtCapabilityMixin:
 
     @property
     def turing_safe_gemm_dtype(self) -> Any:
+        """Skips the test, with the fixture's reason, where torch is not installed (``unittest.SkipTest``: the
+        plain unittest runner knows it too)."""
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise unittest.SkipTest(f"{SKIP_PREFIX}turing_safe_gemm_dtype needs torch, which is not installed") from None
         return guards.turing_safe_gemm_dtype()
 
     def expected_partition_counts(

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -19,8 +20,8 @@ targets_mod = importlib.import_module("trtcap_guards.targets")
 
 @pytest.fixture
 def fresh_warnings(monkeypatch):
-    """``parse_targets`` warns once per process per value; give each test its own 'once'."""
-    monkeypatch.setattr(targets_mod, "_warned", set())
+    """The predicate reports a ``TRTCAP_TARGET_SM`` value nobody parsed before: give each test a fresh memory."""
+    monkeypatch.setattr(targets_mod, "_env_seen", set())
 
 
 @pytest.fixture
@@ -43,7 +44,19 @@ ACCEPTED = [
     ("8.6,86,sm_86", ((8, 6),)),  # duplicates collapse, order kept
     ("12.1,7.5", ((12, 1), (7, 5))),
 ]
-REJECTED = ["banana", "7", "7.5.1", "-1.0", "7.5,,8.9", "", " ", "7.5,", ",7.5", "sm_", "7,5", "1234", "7.a", "sm-75"]
+REJECTED = ["banana", "7", "7.5.1", "-1.0", "7.5,,8.9", "", " ", "7.5,", ",7.5", "sm_", "7,5", "1234", "7.a", "sm-75",
+            "7 .5", "sm 75", "7. 5"]
+
+
+def test_readme_says_which_spaces_are_accepted():
+    """The README's claim about spaces, executed: around items accepted, inside one refused."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    claim = "spaces around an item are\n  ignored (` 7.5 , 8.9 `), spaces inside one are not (`7 .5`, `sm 75` are errors)"
+    assert claim in readme
+    assert guards.parse_targets(" 7.5 , 8.9 ") == ((7, 5), (8, 9))
+    for inside in ("7 .5", "sm 75"):
+        with pytest.raises(ValueError, match="TRTCAP_TARGET_SM"):
+            guards.parse_targets(inside)
 
 
 @pytest.mark.parametrize("text, expected", ACCEPTED, ids=[repr(t) for t, _ in ACCEPTED])
@@ -87,6 +100,49 @@ def test_unsupported_capability_mixed_with_supported_ones_warns_about_that_one_o
         assert guards.parse_targets("7.5,9.0") == ((7, 5), (9, 0))
 
 
+def test_unsupported_capability_warns_every_time_the_filters_say_so():
+    """No once-per-process memory: ``simplefilter("always")`` sees every call."""
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            guards.parse_targets("9.0", "--trt-target-sm")
+    assert [type(w.message) for w in record] == [guards.UnsupportedTargetWarning] * 3
+
+
+@pytest.mark.parametrize("spec", ["9.0", [(9, 0)], ["7.5", (9, 0)], ((9, 0), (7, 5))])
+def test_declare_targets_warns_about_an_unsupported_capability(spec):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with guards.declare_targets(spec, origin="test-declare"):
+            assert (9, 0) in guards.capability_decision(probe_host=False).targets
+    (w,) = record
+    assert issubclass(w.category, guards.UnsupportedTargetWarning)
+    assert str(w.message).startswith("test-declare: TensorRT-RTX does not build for 9.0;")
+    assert w.filename == __file__  # points at the caller of declare_targets
+
+
+def test_declare_targets_warn_false_is_quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with guards.declare_targets([(9, 0)], origin="quiet", warn=False):
+            pass
+
+
+@pytest.mark.parametrize(
+    "spec, named",
+    [([(99999, 5)], "(99999, 5)"), ([(7, 10)], "(7, 10)"), ([(-1, 0)], "(-1, 0)"), ([(7, True)], "(7, True)"),
+     (b"7.5", "b'7.5'"), (bytearray(b"7.5"), "bytearray(b'7.5')"), ({"7.5": 1}, "{'7.5': 1}"), (75, "75"),
+     ([b"7.5"], "b'7.5'")],
+)
+def test_pairs_and_non_strings_are_held_to_the_text_forms(spec, named):
+    """What the option would reject (``99999.5``, ``7.10``) is rejected as a pair too; bytes are named as given."""
+    with pytest.raises(ValueError) as info:
+        guards.declare_targets(spec, origin="hook x")
+    message = str(info.value)
+    assert message.startswith("hook x: ") and named in message
+    assert "55" not in message.replace(named, "")  # not "invalid compute capability 55" (a byte of b"7.5")
+
+
 # --- TRTCAP_TARGET_SM through the predicate ------------------------------------------------------------
 
 
@@ -112,6 +168,15 @@ def test_env_unsupported_target_is_a_warning_not_an_error(monkeypatch, nothing_d
     with pytest.warns(guards.UnsupportedTargetWarning, match=r"TRTCAP_TARGET_SM.*9\.0.*7\.5,8\.0,8\.6,8\.9,12\.0,12\.1"):
         assert guards.get_target_compute_capabilities() == ((9, 0),)
     assert not guards.trt_rtx_targets_turing()
+
+
+def test_env_unsupported_target_under_an_error_filter_still_decides(monkeypatch, nothing_declared, fresh_warnings):
+    """The predicate answers validators: a filter that turns the warning into an error must not make it raise."""
+    monkeypatch.setenv("TRTCAP_TARGET_SM", "9.0,7.5")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert guards.capability_decision(probe_host=False).targets == ((9, 0), (7, 5))
+        assert guards.gemm_capability_validator(None) in (True, False)
 
 
 def test_env_read_at_call_time(monkeypatch, nothing_declared):

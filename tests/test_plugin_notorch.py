@@ -72,6 +72,20 @@ class TestUnittest(unittest.TestCase):
         pass
 """
 
+MIXIN_SUITE = """
+import unittest
+
+from pytest_trtcap import TrtCapabilityMixin
+
+
+class TestMixin(TrtCapabilityMixin, unittest.TestCase):
+    def test_dtype(self):
+        self.turing_safe_gemm_dtype
+
+    def test_decision(self):
+        assert self.trt_targets_turing
+"""
+
 
 def test_plugin_loads_and_decides_from_declared_targets_without_torch(
     pytester: pytest.Pytester, notorch_python: Path
@@ -119,3 +133,17 @@ def test_without_torch_markers_are_listed(pytester: pytest.Pytester, notorch_pyt
         "@pytest.mark.trt_bf16: *",
         "@pytest.mark.trtcap_no_isolation: *",
     ])
+
+
+def test_without_torch_the_mixin_skips_like_the_fixture(
+    pytester: pytest.Pytester, notorch_python: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_mixin=MIXIN_SUITE)
+    result = pytester.run(str(notorch_python), "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--trt-target-sm", "7.5")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *: trtcap: turing_safe_gemm_dtype needs torch, which is not installed"])
+    # and under the plain unittest runner, which knows nothing of pytest's skip exception
+    monkeypatch.setenv("TRTCAP_TARGET_SM", "7.5")
+    plain = pytester.run(str(notorch_python), "-m", "unittest", "-v", "test_mixin")
+    assert plain.ret == 0
+    plain.stderr.fnmatch_lines(["*skipped 'trtcap: turing_safe_gemm_dtype needs torch, which is not installed'*"])

@@ -1,0 +1,78 @@
+"""Check what a project's implementations of our hooks return, naming the implementation that returned it.
+
+A result of the wrong shape is a usage error (exit 4) that names the hook, the conftest or plugin file that
+implements it and the value, raised before the first test rather than as a traceback in every test. Each
+implementation is called on its own, in pluggy's order, so a bad value can be traced to its file.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, List, NamedTuple, Optional
+
+import pytest
+
+ISOLATED_STATE = "pytest_trtcap_isolated_state"
+
+
+class HookResult(NamedTuple):
+    value: Any
+    where: str  # the implementing conftest's or plugin's file, else its registered name
+
+
+class StateEntry(NamedTuple):
+    label: str
+    snapshot: Callable[[], Any]
+    restore: Callable[[Any], None]
+
+
+def _where(impl: Any) -> str:
+    return str(getattr(impl.plugin, "__file__", None) or impl.plugin_name)
+
+
+def _each(caller: Any, **kwargs: Any) -> Iterator[HookResult]:
+    """Call every implementation as pluggy would (last registered first; wrappers have nothing to return)."""
+    for impl in reversed(caller.get_hookimpls()):
+        if getattr(impl, "hookwrapper", False) or getattr(impl, "wrapper", False):
+            continue
+        yield HookResult(impl.function(*[kwargs[name] for name in impl.argnames]), _where(impl))
+
+
+def first_result(caller: Any, **kwargs: Any) -> Optional[HookResult]:
+    """A ``firstresult`` hook's answer with where it came from; None when every implementation passed."""
+    return next((found for found in _each(caller, **kwargs) if found.value is not None), None)
+
+
+def _entry(entry: Any) -> Optional[StateEntry]:
+    if not isinstance(entry, tuple) or len(entry) != 3:
+        return None
+    label, snapshot, restore = entry
+    if not isinstance(label, str) or not callable(snapshot) or not callable(restore):
+        return None
+    return StateEntry(label, snapshot, restore)
+
+
+def _state_entries(found: HookResult) -> List[StateEntry]:
+    value = found.value
+    problem = ""
+    if isinstance(value, tuple) and _entry(value) is not None:
+        problem = "a single entry; return a list of them"
+    elif isinstance(value, (str, bytes, dict)) or not isinstance(value, (list, tuple)):
+        problem = "not a list"
+    else:
+        bad = next((e for e in value if _entry(e) is None), None)
+        if bad is None:
+            return [_entry(e) for e in value]  # type: ignore[misc]
+        value, problem = bad, "an entry of another shape"
+    raise pytest.UsageError(
+        f"trtcap: hook {ISOLATED_STATE} in {found.where}: expected a list of (label: str, snapshot(), "
+        f"restore(value)) entries, got {problem}: {value!r}"
+    )
+
+
+def isolated_state_entries(config: pytest.Config) -> List[StateEntry]:
+    """Every entry the project's ``pytest_trtcap_isolated_state`` implementations add; UsageError on a bad one."""
+    entries: List[StateEntry] = []
+    for found in _each(getattr(config.hook, ISOLATED_STATE), config=config):
+        if found.value is not None:
+            entries.extend(_state_entries(found))
+    return entries

@@ -1,0 +1,259 @@
+"""Hostile settings: warnings filters, unknown neutralize targets, hook results of the wrong shape, the plugin
+loaded twice, and sources in the header. Each a usage error (exit 4) naming what was wrong, or harmless.
+
+Inline runs where nothing imports Torch-TensorRT; subprocess runs where a conftest does.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Iterator
+
+import pytest
+
+import trtcap_guards as guards
+from trtcap_guards import targets as guard_targets
+
+USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
+
+GEMM_TEST = """
+import pytest
+
+@pytest.mark.trt_fp32_gemm
+def test_fp32_gemm():
+    pass
+"""
+
+
+@pytest.fixture(autouse=True)
+def process_state_unchanged() -> Iterator[None]:
+    """Inline runs share this process: a refused run must leave no declaration, neutralization or hook behind."""
+    declared = guard_targets._declared
+    before = (declared.targets, declared.targets_origin, declared.backend, declared.backend_origin)
+    neutral = guards.neutralized()
+    hooks = [f for f in sys.meta_path if type(f).__name__ == "_ImportHook"]
+    yield
+    assert (declared.targets, declared.targets_origin, declared.backend, declared.backend_origin) == before
+    assert guards.neutralized() == neutral
+    assert [f for f in sys.meta_path if type(f).__name__ == "_ImportHook"] == hooks
+
+
+def _clean(result: pytest.RunResult) -> str:
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output and "INTERNALERROR" not in output, output
+    return output
+
+
+# --- 9.0 under any warnings filter ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["cli", "env", "ini", "hook"])
+@pytest.mark.parametrize("filters", ["-W", "ini"])
+def test_unsupported_target_under_an_error_filter_is_a_usage_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str, filters: str
+) -> None:
+    pytester.makepyfile(GEMM_TEST)
+    ini = ["[pytest]"]
+    args = ["-W", "error"] if filters == "-W" else []
+    if filters == "ini":
+        ini.append("filterwarnings = error")
+    named = {"cli": "--trt-target-sm", "env": "TRTCAP_TARGET_SM", "ini": "ini trt_target_sm",
+             "hook": "hook pytest_trtcap_target_capabilities"}[where]
+    if where == "cli":
+        args += ["--trt-target-sm", "9.0"]
+    elif where == "env":
+        monkeypatch.setenv("TRTCAP_TARGET_SM", "9.0")
+    elif where == "ini":
+        ini.append("trt_target_sm = 9.0")
+    else:
+        pytester.makeconftest("def pytest_trtcap_target_capabilities(config):\n    return [(9, 0)]\n")
+    pytester.makeini("\n".join(ini) + "\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == USAGE_ERROR
+    _clean(result)
+    result.stderr.fnmatch_lines([
+        f"ERROR: trtcap: {named}: TensorRT-RTX does not build for 9.0; *(UnsupportedTargetWarning is an error "
+        "under the warnings filter)",
+    ])
+
+
+@pytest.mark.parametrize("where", ["cli", "env", "hook"])
+def test_unsupported_target_warns_once_per_run_from_every_source(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """The hook's targets warn like the option's; the predicate does not repeat what the settings said."""
+    pytester.makepyfile(GEMM_TEST)
+    args = ["-v"]
+    if where == "cli":
+        args += ["--trt-target-sm", "7.5,9.0"]
+    elif where == "env":
+        monkeypatch.setenv("TRTCAP_TARGET_SM", "7.5,9.0")
+    else:
+        pytester.makeconftest("def pytest_trtcap_target_capabilities(config):\n    return [(7, 5), (9, 0)]\n")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(skipped=1, warnings=1)
+    assert result.stdout.str().count("UnsupportedTargetWarning: ") == 1
+    result.stdout.fnmatch_lines(["*UnsupportedTargetWarning: *: TensorRT-RTX does not build for 9.0; *"])
+
+
+@pytest.mark.parametrize(
+    "returned, named",
+    [("[(99999, 5)]", "(99999, 5)"), ("b'7.5'", "b'7.5'"), ("[(7, 10)]", "(7, 10)"), ("{'7.5': 1}", "{'7.5': 1}")],
+)
+def test_hook_targets_are_held_to_the_option_rules(pytester: pytest.Pytester, returned: str, named: str) -> None:
+    conftest = pytester.makeconftest(f"def pytest_trtcap_target_capabilities(config):\n    return {returned}\n")
+    pytester.makepyfile("def test_one(): pass")
+    result = pytester.runpytest()
+    assert result.ret == USAGE_ERROR
+    _clean(result)
+    result.stderr.fnmatch_lines(["ERROR: trtcap: hook pytest_trtcap_target_capabilities: *"])
+    err = result.stderr.str()
+    assert named in err and str(conftest) in err
+    assert "capability 55" not in err
+
+
+# --- unknown neutralize targets ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("imported_by", ["conftest", "test module"])
+@pytest.mark.parametrize(
+    "bad, suggested",
+    [("aten.nosuch.default", None), ("ATEN.LINEAR.DEFAULT", "aten.linear.default"), ("aten.linaer.default", "aten.linear.default")],
+)
+def test_unknown_neutralize_target_is_a_usage_error_with_the_nearest_targets(
+    pytester: pytest.Pytester, imported_by: str, bad: str, suggested: str
+) -> None:
+    """Checked against the registry at configure (a conftest imported Torch-TensorRT) or after collection."""
+    if imported_by == "conftest":
+        pytester.makeconftest("import torch_tensorrt\n")
+    pytester.makepyfile("import torch_tensorrt\n\ndef test_one(): pass")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-neutralize", bad)
+    assert result.ret == USAGE_ERROR
+    _clean(result)
+    result.stderr.fnmatch_lines([f"ERROR: trtcap: --trtcap-neutralize: {bad!r} is not a converter target *; nearest: *"])
+    if suggested:
+        assert suggested in result.stderr.str()
+    assert "neutralized guards" not in result.stdout.str() and "passed" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("where", ["cli", "env", "ini"])
+def test_a_rule_target_in_other_case_is_refused_without_importing_torch_tensorrt(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    pytester.makepyfile("import sys\n\ndef test_one():\n    assert 'torch_tensorrt' not in sys.modules")
+    args = []
+    if where == "cli":
+        args = ["--trtcap-neutralize", "ATEN.LINEAR.DEFAULT"]
+    elif where == "env":
+        monkeypatch.setenv("TRTCAP_NEUTRALIZE", "aten.mm.default,ATEN.LINEAR.DEFAULT")
+    else:
+        pytester.makeini("[pytest]\ntrtcap_neutralize = ATEN.LINEAR.DEFAULT\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == USAGE_ERROR
+    _clean(result)
+    result.stderr.fnmatch_lines(["ERROR: trtcap: *: 'ATEN.LINEAR.DEFAULT' is not a converter target (converter targets "
+                                 "are lower case); nearest: aten.linear.default*"])
+
+
+# --- hook results of the wrong shape -------------------------------------------------------------------------
+
+STATE_CONFTEST = """
+STORE = []
+
+def pytest_trtcap_isolated_state(config):
+    return {returned}
+"""
+
+
+@pytest.mark.parametrize(
+    "returned, named",
+    [
+        ("('store', lambda: list(STORE), lambda v: STORE.__setitem__(slice(None), v))", "('store', <function"),
+        ("'store'", "'store'"),
+        ("[('store', list)]", "('store', <class 'list'>)"),
+        ("[(1, list, print)]", "(1, <class 'list'>"),
+        ("[('store', 'snapshot', print)]", "'snapshot'"),
+        ("42", "42"),
+    ],
+)
+def test_isolated_state_hook_of_the_wrong_shape_is_a_usage_error(
+    pytester: pytest.Pytester, returned: str, named: str
+) -> None:
+    conftest = pytester.makeconftest(STATE_CONFTEST.format(returned=returned))
+    pytester.makepyfile("def test_one(): pass\ndef test_two(): pass")
+    result = pytester.runpytest()
+    assert result.ret == USAGE_ERROR
+    _clean(result)
+    result.stderr.fnmatch_lines(["ERROR: trtcap: hook pytest_trtcap_isolated_state in *conftest.py: *"])
+    err = result.stderr.str()
+    assert named in err and str(conftest) in err
+    assert "passed" not in result.stdout.str() and "failed" not in result.stdout.str()
+
+
+def test_isolated_state_hook_of_the_right_shape_still_works(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(STATE_CONFTEST.format(
+        returned="[('store', lambda: list(STORE), lambda v: STORE.__setitem__(slice(None), v))]"))
+    pytester.makepyfile("from conftest import STORE\ndef test_a(): STORE.append(1)\ndef test_b(): assert STORE == []")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*test_a* leaked global state: *store*"])
+
+
+# --- loading the plugin a second time by module name ------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["-p", "pytest_plugins", "both"])
+def test_loading_the_plugin_by_module_name_is_harmless(pytester: pytest.Pytester, how: str) -> None:
+    args = ["-v", "--trt-target-sm", "7.5"]
+    if how in ("-p", "both"):
+        args = ["-p", "pytest_trtcap.plugin", *args]
+    if how in ("pytest_plugins", "both"):
+        pytester.makeconftest("pytest_plugins = ['pytest_trtcap.plugin']\n")
+    pytester.makepyfile(GEMM_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    _clean(result)
+    result.assert_outcomes(skipped=1)
+    assert result.stdout.str().count("trtcap: targets: 7.5 (from --trt-target-sm)") == 1
+    result.stdout.fnmatch_lines(["*- trtcap -*", "capability skips: 1 (trt_fp32_gemm: 1)"])
+
+
+def test_p_no_trtcap_still_disables_after_a_module_name_load(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(GEMM_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:trtcap", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "trtcap:" not in result.stdout.str()
+
+
+# --- the header names every value's source -------------------------------------------------------------------
+
+IMPORTING_CONFTEST = """
+import torch_tensorrt
+
+def pytest_trtcap_target_capabilities(config):
+    return "7.5"
+"""
+
+
+def test_hook_targets_answer_the_import_time_queries_and_the_header_says_so(pytester: pytest.Pytester) -> None:
+    """A conftest that imports torch_tensorrt at module level and supplies 7.5 by the hook: answered with 7.5."""
+    pytester.makeconftest(IMPORTING_CONFTEST)
+    pytester.makepyfile("""
+        import torch
+
+        def test_answer():
+            assert torch.cuda.get_device_capability() == (7, 5)
+    """)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-v", "--trtcap-gpu-less-import", "auto", "--trtcap-guards", "on",
+        "--trtcap-strict", "--trtcap-neutralize", "aten.mm.default",
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([  # every value with its source (README: "the header shows each value with its source")
+        "trtcap: targets: 7.5 (from hook pytest_trtcap_target_capabilities);*; "
+        "guards: installed (* targets; on, from --trtcap-guards)",
+        "trtcap: neutralized: aten.mm.default (from --trtcap-neutralize)",
+        "trtcap: gpu-less import: applied (device queries answered with 7.5*) (auto, from --trtcap-gpu-less-import); "
+        "isolation: strict (from --trtcap-strict)",
+    ])
+    result.stdout.fnmatch_lines(["*- trtcap -*", "gpu-less import: applied (device queries answered with 7.5*"])
+    assert "answered with 8.9" not in result.stdout.str()
