@@ -97,7 +97,7 @@ def swept(tmp_path_factory):
     return suite, out, proc
 
 
-def pytest_run(tmp_path, *args, arm="7.5"):
+def run_pytest(tmp_path, *args, arm="7.5"):
     """pytest with the recorder at ``arm`` in ``tmp_path``: (process, stream path, JUnit path)."""
     stream, xml = tmp_path / "s.jsonl", tmp_path / "j.xml"
     proc = subprocess.run(

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from pytest_trtcap.runs.load import load_record
 from runs_helpers import make_suite, trtcap
 
+from pytest_trtcap.runs.load import load_record
 
 CRASH_SUITE = """
 import os, signal

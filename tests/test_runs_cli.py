@@ -8,8 +8,7 @@ import subprocess
 import sys
 
 import pytest
-
-from runs_helpers import AFTER, BEFORE, one_line_error, swept, trtcap  # noqa: F401  (swept: a fixture)
+from runs_helpers import AFTER, BEFORE, one_line_error, trtcap
 
 
 def test_compare_lists_every_transition_class(swept):

@@ -134,7 +134,7 @@ def test_wrong_typed_fields(tmp_path, mutate, needle):
     _assert_rejected(_write(tmp_path, "typed.json", json.dumps(data)), needle)
 
 
-def test_dev_zero_and_devices(tmp_path):
+def test_dev_zero_and_devices():
     _assert_rejected("/dev/zero", "is a device, not a file")
 
 

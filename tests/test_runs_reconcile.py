@@ -5,17 +5,16 @@ Each run here is a real pytest subprocess with the recorder loaded, as ``trtcap 
 
 from __future__ import annotations
 
-import os
 import textwrap
 
 import pytest
+from runs_helpers import run_pytest
 
 from pytest_trtcap.runs.compare import compare_records
 from pytest_trtcap.runs.load import load_record
 from pytest_trtcap.runs.reconcile import reconcile
 from pytest_trtcap.runs.record import build_record, dump_record
 from pytest_trtcap.runs.stream import read_stream
-from runs_helpers import pytest_run
 
 MIXED_SUITE = textwrap.dedent(
     """
@@ -67,7 +66,7 @@ def _suite(tmp_path, broken=True):
 @pytest.fixture(scope="module")
 def mixed_run(tmp_path_factory):
     tmp_path = _suite(tmp_path_factory.mktemp("mixed"))
-    return pytest_run(tmp_path, "-q", "-k", "not deselect_me", "--continue-on-collection-errors")
+    return run_pytest(tmp_path, "-q", "-k", "not deselect_me", "--continue-on-collection-errors")
 
 
 def test_recorder_agrees_with_pytest_on_every_outcome(mixed_run):
@@ -154,7 +153,7 @@ def test_build_record_and_load_it_back(mixed_run, tmp_path):
 def test_honest_arm_is_complete_whatever_the_output(tmp_path, monkeypatch, args, env):
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    proc, stream_path, _ = pytest_run(_suite(tmp_path), "--continue-on-collection-errors", *args)
+    proc, stream_path, _ = run_pytest(_suite(tmp_path), "--continue-on-collection-errors", *args)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rec = reconcile(read_stream(stream_path), returncode=proc.returncode)
     assert rec["result"] == "COMPLETE", rec["disagreements"]
@@ -165,7 +164,7 @@ def test_collection_errors_under_xdist_are_counted_once(tmp_path):
     pytest.importorskip("xdist")
     suite = _suite(tmp_path)
     (suite / "test_gpu_at_import.py").write_text("raise RuntimeError('Found no NVIDIA driver on your system')\n")
-    proc, stream_path, _ = pytest_run(suite, "-n", "2", "--continue-on-collection-errors")
+    proc, stream_path, _ = run_pytest(suite, "-n", "2", "--continue-on-collection-errors")
     stream = read_stream(stream_path)
     rec = reconcile(stream, returncode=proc.returncode)
     assert rec["result"] == "COMPLETE", rec["disagreements"]
@@ -177,7 +176,7 @@ def test_collection_errors_under_xdist_are_counted_once(tmp_path):
 
 
 def test_collection_error_that_stops_the_run_is_incomplete(tmp_path):
-    proc, stream_path, _ = pytest_run(_suite(tmp_path))
+    proc, stream_path, _ = run_pytest(_suite(tmp_path))
     assert proc.returncode == 2
     rec = reconcile(read_stream(stream_path), returncode=proc.returncode)
     assert rec["result"] == "INCOMPLETE"
@@ -186,7 +185,7 @@ def test_collection_error_that_stops_the_run_is_incomplete(tmp_path):
 
 def test_interrupted_run_is_incomplete(tmp_path):
     (tmp_path / "test_int.py").write_text("def test_a(): pass\ndef test_b(): raise KeyboardInterrupt\ndef test_c(): pass\n")
-    proc, stream_path, _ = pytest_run(tmp_path)
+    proc, stream_path, _ = run_pytest(tmp_path)
     assert proc.returncode == 2
     rec = reconcile(read_stream(stream_path), returncode=proc.returncode)
     assert rec["result"] == "INCOMPLETE"
@@ -197,7 +196,7 @@ def test_interrupted_run_is_incomplete(tmp_path):
 def test_arm_that_tested_nothing_is_never_complete(tmp_path, args):
     (tmp_path / "empty_dir").mkdir()
     (tmp_path / "test_one.py").write_text("def test_one(): pass\n")
-    proc, stream_path, _ = pytest_run(tmp_path, *args)
+    proc, stream_path, _ = run_pytest(tmp_path, *args)
     assert proc.returncode == 5
     rec = reconcile(read_stream(stream_path), returncode=proc.returncode)
     assert rec["result"] == "INCOMPLETE"

@@ -7,7 +7,8 @@ import pytest
 from pytest_trtcap.runs import signatures
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st
 
 
 @pytest.mark.parametrize(

@@ -6,11 +6,11 @@ import io
 import json
 
 import pytest
+from runs_helpers import TRANSITIONS_SUITE, make_suite, trtcap
 
 from pytest_trtcap.runs import render
 from pytest_trtcap.runs.load import load_record
 from pytest_trtcap.runs.sweep import arm_differences
-from runs_helpers import TRANSITIONS_SUITE, make_suite, swept, trtcap  # noqa: F401  (swept: a fixture)
 
 GPU = "trtcap: needs a GPU: RuntimeError: Found no NVIDIA driver on your system (test_x.py:12)"
 

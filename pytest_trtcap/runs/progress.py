@@ -8,6 +8,7 @@ import sys
 import time
 from typing import IO, List, Optional
 
+
 class Progress:
     """One line per arm on stderr: rewritten in place on a terminal, start/finish lines otherwise."""
 

@@ -112,7 +112,7 @@ class Recorder:
         self._collected(len(session.items))
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list) -> None:
+    def pytest_xdist_node_collection_finished(self, ids: list) -> None:
         self._collected(len(ids))
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -128,7 +128,7 @@ class Recorder:
 
     # --- tests --------------------------------------------------------------------------------------
 
-    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
         self._write({"e": "start", "id": nodeid})
 
     def _category(self, report: pytest.TestReport) -> str:
@@ -173,6 +173,6 @@ class Recorder:
             self._finish(nodeid)
         self._write({"e": "finish", "exitstatus": int(exitstatus), "counted": counted_by_pytest(session)})
 
-    def pytest_unconfigure(self, config: pytest.Config) -> None:
+    def pytest_unconfigure(self) -> None:
         if not self.file.closed:
             self.file.close()
