@@ -168,3 +168,25 @@ def test_version_1_record_is_read_and_upgraded(tmp_path):
 def test_current_version_is_written(tmp_path):
     dump_record(_record({}), tmp_path / "r.json")
     assert json.loads((tmp_path / "r.json").read_text())["version"] == VERSION == 2
+
+
+# --- the published JSON Schema ---------------------------------------------------------------------------
+
+
+def test_json_schema_is_shipped_and_matches_the_validator():
+    from importlib import resources
+
+    from pytest_trtcap.runs.outcomes import OUTCOMES, WHENS
+    from pytest_trtcap.runs.validate import ENTRY_FIELDS, TOP_FIELDS
+
+    schema = json.loads(resources.files("pytest_trtcap.runs").joinpath("record.schema.json").read_text(encoding="utf-8"))
+    assert schema["properties"]["schema"]["const"] == SCHEMA
+    assert schema["properties"]["version"]["maximum"] == VERSION
+    test = schema["$defs"]["test"]["properties"]
+    assert test["outcome"]["enum"] == list(OUTCOMES)
+    assert test["when"]["enum"] == [*WHENS, None]
+    names = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object"}
+    for fields, properties in ((TOP_FIELDS, schema["properties"]), (ENTRY_FIELDS, test)):
+        for name, types in fields.items():
+            declared = set(properties[name].get("type", ["string"])) - {"null"}  # "when": an enum of strings
+            assert declared == {names[t] for t in types} - ({"integer"} if float in types else set()), name
