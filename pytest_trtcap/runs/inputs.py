@@ -23,15 +23,30 @@ class RecordError(Exception):
         super().__init__(f"{self.path}: {problem}")
 
 
+def _read_pipe(fh: Any, limit: int) -> bytes:
+    """Up to ``limit + 1`` bytes of a pipe, in chunks (``read(limit)`` would allocate the limit up front)."""
+    chunks, size = [], 0
+    while size <= limit:
+        chunk = fh.read(1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 def read_bytes(path: Any, missing: str = "no such file") -> bytes:
     """The file's bytes (at most ``MAX_BYTES``); a RecordError naming the file and what is wrong otherwise."""
     limit = MAX_BYTES
     try:
-        mode = os.stat(path).st_mode
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-            raise RecordError(path, "is a device, not a file")
         with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
+            info = os.fstat(fh.fileno())
+            if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+                raise RecordError(path, "is a device, not a file")
+            regular = stat.S_ISREG(info.st_mode)
+            if regular and info.st_size > limit:
+                raise RecordError(path, f"larger than {limit // (1024 * 1024)} MiB: not a record trtcap can use")
+            data = fh.read() if regular else _read_pipe(fh, limit)
     except FileNotFoundError:
         raise RecordError(path, missing) from None
     except IsADirectoryError:
