@@ -12,7 +12,7 @@ from runs_helpers import run_pytest
 
 from pytest_trtcap.runs.compare import compare_records
 from pytest_trtcap.runs.load import load_record
-from pytest_trtcap.runs.reconcile import reconcile
+from pytest_trtcap.runs.reconcile import reconcile, recorded_reports
 from pytest_trtcap.runs.record import build_record, dump_record
 from pytest_trtcap.runs.stream import read_stream
 
@@ -215,3 +215,14 @@ def test_stream_without_pytest_counts_is_not_complete():
               "finished": True, "exitstatus": 0, "collected": 1, "counted": None}
     rec = reconcile(stream, returncode=0)
     assert rec["result"] == "INCOMPLETE" and any("no counts from pytest" in d for d in rec["disagreements"])
+
+
+def test_recorded_reports_counts_reports_not_tests():
+    tests = {
+        "a": {"outcome": "error", "categories": ["passed", "error"]},  # pass + teardown error
+        "b": {"outcome": "xfailed", "categories": ["xfailed"]},
+        "c": {"outcome": "failed"},  # no categories recorded: its outcome stands for its one report
+        "d": {"outcome": "error", "categories": []},  # never reported a call phase: pytest counted nothing
+    }
+    counts = recorded_reports(tests)
+    assert counts == {"passed": 1, "failed": 1, "error": 1, "skipped": 0, "xfailed": 1, "xpassed": 0}
