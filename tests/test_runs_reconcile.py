@@ -192,6 +192,16 @@ def test_interrupted_run_is_incomplete(tmp_path):
     assert any("exit status is 2 (interrupted" in d for d in rec["disagreements"])
 
 
+def test_run_stopped_early_is_incomplete_and_says_so(tmp_path):
+    (tmp_path / "test_x.py").write_text("def test_a(): assert 0\ndef test_b(): pass\n")
+    proc, stream_path, _ = run_pytest(tmp_path, "-x")
+    assert proc.returncode == 1
+    rec = reconcile(read_stream(stream_path), returncode=proc.returncode)
+    assert rec["result"] == "INCOMPLETE"
+    assert "process: pytest stopped the session early (stopping after 1 failures)" in rec["disagreements"]
+    assert "collected: 2 tests collected, the record has results for 1 (1 missing)" in rec["disagreements"]
+
+
 @pytest.mark.parametrize("args", [["-k", "nomatch"], ["empty_dir"]], ids=["deselected-all", "empty-directory"])
 def test_arm_that_tested_nothing_is_never_complete(tmp_path, args):
     (tmp_path / "empty_dir").mkdir()

@@ -41,6 +41,9 @@ def _process(stream: Mapping[str, Any], returncode: Optional[int], out: List[str
         errors = len(stream.get("collection_errors") or {})
         why = f": {errors} collection error(s) stopped the run" if exitstatus == 2 and errors else ""
         out.append(f"process: pytest's exit status is {exitstatus} ({_EXIT_MEANING[exitstatus]}{why})")
+    stopped = (stream.get("counted") or {}).get("stopped")
+    if finished and stopped:
+        out.append(f"process: pytest stopped the session early ({stopped})")
     if finished and exitstatus == _NO_TESTS_COLLECTED:
         out.append("process: pytest's exit status is 5 (no tests collected): nothing was tested")
 

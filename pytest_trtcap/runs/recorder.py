@@ -63,8 +63,9 @@ def _header(config: pytest.Config) -> Dict[str, Any]:
 
 def counted_by_pytest(session: pytest.Session) -> Dict[str, Any]:
     """What pytest itself counted: the session's counters and, when the terminal reporter runs, its stats."""
+    stopped = session.shouldfail or session.shouldstop  # -x, --maxfail, a plugin that stopped the session
     counted: Dict[str, Any] = {"collected": session.testscollected, "failed_reports": session.testsfailed,
-                               "outcomes": None, "deselected": None}
+                               "outcomes": None, "deselected": None, "stopped": str(stopped) if stopped else None}
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     stats = getattr(reporter, "stats", None)
     if isinstance(stats, dict):
