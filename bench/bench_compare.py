@@ -23,7 +23,8 @@ import tracemalloc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from pytest_trtcap import compare, records, report  # noqa: E402
+from pytest_trtcap.runs import compare, load, record as records, render as report  # noqa: E402
+from pytest_trtcap.runs.signatures import signature_from_message  # noqa: E402
 
 SIGNATURES = [
     "AssertionError: assert <N> == <N>",
@@ -43,7 +44,7 @@ def make_record(n: int, seed: int, change_rate: float, base: dict = None) -> dic
                 entry = {"outcome": "passed", "signature": None, "reason": None}
             elif r < 0.93:
                 reason = f"trtcap: needs SM 8.0 (targets 7.5 from --trt-target-sm) #{i % 7}"
-                entry = {"outcome": "skipped", "signature": records.signature_from_message("Skipped: " + reason), "reason": reason}
+                entry = {"outcome": "skipped", "signature": signature_from_message("Skipped: " + reason), "reason": reason}
             elif r < 0.97:
                 entry = {"outcome": "failed", "signature": SIGNATURES[i % len(SIGNATURES)], "reason": None}
             else:
@@ -73,8 +74,8 @@ def make_record(n: int, seed: int, change_rate: float, base: dict = None) -> dic
 def run_once(before_path: str, after_path: str, max_rows: int) -> dict:
     clock = time.process_time  # CPU seconds: stable on a shared machine; wall time is reported beside it
     w0, t0 = time.perf_counter(), clock()
-    before = records.load_record(before_path)
-    after = records.load_record(after_path)
+    before = load.load_record(before_path)
+    after = load.load_record(after_path)
     gc.freeze()  # as `trtcap compare` does once the records are loaded
     t1 = clock()
     result = compare.compare_records(before, after)

@@ -13,7 +13,7 @@ import trtcap_guards as guards
 import trtcap_guards.registry as guards_registry
 import trtcap_guards.targets as guards_targets
 
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "runs_helpers"]  # runs_helpers: the `swept` fixture of the trtcap command tests
 
 sys.path.insert(0, os.path.dirname(__file__))  # tests/trt_models.py, importable from every test module
 

@@ -1,0 +1,179 @@
+"""Reporter plugin ``trtcap sweep`` loads into each arm's pytest: ``-p pytest_trtcap.runs.recorder --trtcap-record=FILE``.
+
+It writes a JSON-lines stream, one line per event and flushed as it goes, so a run that dies mid-way
+still leaves everything up to the crash (and the test that was running) on disk::
+
+    {"schema": "trtcap-stream", "version": 2, "arm": "7.5", "pytest": "9.2.0", "args": [...], ...}
+    {"e": "collected", "n": 12, "deselected": 0}
+    {"e": "collection_error", "id": "test_b.py", "signature": "ImportError: ...", "message": "..."}
+    {"e": "start", "id": "test_a.py::test_x"}
+    {"e": "test", "id": "test_a.py::test_x", "outcome": "failed", "signature": "...", "reason": null,
+     "when": "call", "duration": 0.01, "categories": ["failed"]}
+    {"e": "finish", "exitstatus": 1, "counted": {"collected": 12, "failed_reports": 1, "outcomes": {...}, ...}}
+
+``counted`` is what pytest itself counted (``session.testscollected``, ``session.testsfailed`` and the
+terminal reporter's stats), taken at session finish, so reconciliation never reads pytest's terminal text.
+Every line is ASCII JSON: any text a test produces (lone surrogates included) is stored, escaped, losslessly.
+Under pytest-xdist only the controller records (it sees every worker's reports).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Dict, List
+
+import pytest
+
+from .entries import PhaseReport, summarise_reports
+from .outcomes import OUTCOMES
+from .record import STREAM_SCHEMA, VERSION, utc_now
+from .signatures import report_message, signature_from_message
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("trtcap-record", "trtcap run recorder")
+    group.addoption(
+        "--trtcap-record",
+        metavar="FILE",
+        default=None,
+        help="write each test's outcome and failure signature to FILE as JSON lines (used by `trtcap sweep`)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = config.getoption("--trtcap-record", None)
+    if not path or hasattr(config, "workerinput"):
+        return
+    config.pluginmanager.register(Recorder(config, path), "trtcap-recorder")
+
+
+def _header(config: pytest.Config) -> Dict[str, Any]:
+    try:
+        arm = config.getoption("--trt-target-sm", None)
+    except (ValueError, AttributeError):
+        arm = None
+    return {
+        "schema": STREAM_SCHEMA, "version": VERSION, "arm": arm, "pytest": pytest.__version__,
+        "python": sys.version.split()[0], "args": list(config.invocation_params.args),
+        "rootdir": str(config.rootpath), "pid": os.getpid(), "started": utc_now(),
+    }
+
+
+def counted_by_pytest(session: pytest.Session) -> Dict[str, Any]:
+    """What pytest itself counted: the session's counters and, when the terminal reporter runs, its stats."""
+    stopped = session.shouldfail or session.shouldstop  # -x, --maxfail, a plugin that stopped the session
+    counted: Dict[str, Any] = {"collected": session.testscollected, "failed_reports": session.testsfailed,
+                               "outcomes": None, "deselected": None, "stopped": str(stopped) if stopped else None}
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    stats = getattr(reporter, "stats", None)
+    if isinstance(stats, dict):
+        outcomes = dict.fromkeys(OUTCOMES, 0)
+        for key in OUTCOMES:  # test reports only: collection reports are counted as collection errors
+            outcomes[key] = sum(1 for rep in stats.get(key, ()) if getattr(rep, "when", None) != "collect")
+        counted["outcomes"] = outcomes
+        counted["deselected"] = len(stats.get("deselected", ()))
+    return counted
+
+
+class Recorder:
+    def __init__(self, config: pytest.Config, path: str) -> None:
+        self.config = config
+        try:
+            self.file = open(path, "w", encoding="ascii")
+        except OSError as exc:
+            raise pytest.UsageError(f"--trtcap-record: cannot write {path}: {exc.strerror or exc}") from None
+        self.pending: Dict[str, List[PhaseReport]] = {}
+        self.durations: Dict[str, float] = {}
+        self.categories: Dict[str, List[str]] = {}
+        self.deselected = 0
+        self.collected_written: set = set()
+        self._write(_header(config))
+
+    def _write(self, event: Dict[str, Any]) -> None:
+        if self.file.closed:
+            return
+        self.file.write(json.dumps(event, ensure_ascii=True, default=str) + "\n")
+        self.file.flush()
+
+    # --- collection ---------------------------------------------------------------------------
+
+    def pytest_deselected(self, items: list) -> None:
+        self.deselected += len(items)
+
+    def _collected(self, n: int) -> None:
+        if n in self.collected_written:
+            return
+        self.collected_written.add(n)
+        self._write({"e": "collected", "n": n, "deselected": self.deselected})
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._collected(len(session.items))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, ids: list) -> None:
+        self._collected(len(ids))
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.passed:
+            return
+        message = report_message(report)
+        if report.failed:
+            self._write({"e": "collection_error", "id": report.nodeid, "message": message.text,
+                         "signature": signature_from_message(message.text, "Error")})
+            return
+        entry = summarise_reports([PhaseReport("setup", "skipped", message=message.text, skip_reason=message.skip_reason)])
+        self._write({"e": "test", "id": report.nodeid, **entry, "when": "collect", "duration": 0.0, "categories": ["skipped"]})
+
+    # --- tests --------------------------------------------------------------------------------------
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self._write({"e": "start", "id": nodeid})
+
+    def _category(self, report: pytest.TestReport) -> str:
+        """pytest's summary category of a report (what its stats count it as); pytest's own default
+        when no plugin answers (``-p no:terminal``) or the hook fails."""
+        try:
+            status = self.config.hook.pytest_report_teststatus(report=report, config=self.config)
+        except Exception:
+            status = None
+        if status:
+            return str(status[0])
+        if report.when in ("setup", "teardown"):
+            return "error" if report.failed else ("" if report.passed else report.outcome)
+        return report.outcome
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        nodeid = report.nodeid
+        message = report_message(report)
+        wasxfail = hasattr(report, "wasxfail")
+        text = None if report.passed and report.when != "call" else message.text
+        self.pending.setdefault(nodeid, []).append(PhaseReport(
+            report.when, report.outcome, wasxfail, str(report.wasxfail) if wasxfail else None, text, message.skip_reason))
+        self.durations[nodeid] = self.durations.get(nodeid, 0.0) + float(getattr(report, "duration", 0.0) or 0.0)
+        category = self._category(report)
+        if category:
+            self.categories.setdefault(nodeid, []).append(category)
+        if report.when not in ("setup", "call"):  # teardown, or xdist's "???" for a crashed worker
+            self._finish(nodeid)
+
+    def _finish(self, nodeid: str) -> None:
+        reports = self.pending.pop(nodeid, None)
+        if not reports:
+            return
+        entry = summarise_reports(reports)
+        entry["duration"] = round(self.durations.pop(nodeid, 0.0), 6)
+        entry["categories"] = self.categories.pop(nodeid, [])
+        self._write({"e": "test", "id": nodeid, **entry})
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: Any) -> None:
+        for nodeid in list(self.pending):
+            self._finish(nodeid)
+        self._write({"e": "finish", "exitstatus": int(exitstatus), "counted": counted_by_pytest(session)})
+
+    def pytest_unconfigure(self) -> None:
+        if not self.file.closed:
+            self.file.close()

@@ -1,0 +1,192 @@
+"""What a sweep or compare result shows, as sections of rows: the renderers only lay them out.
+
+Text that comes from a test run (node ids, reasons, signatures, paths) stays in cells, subjects and
+code lines, never in a title or the verdict's fixed words, so every renderer can escape exactly that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
+
+from .outcomes import COMPLETE, INCOMPLETE
+
+
+@dataclass
+class Section:
+    title: str
+    columns: List[str] = field(default_factory=list)
+    rows: List[List[str]] = field(default_factory=list)
+    more: int = 0
+    note: str = ""
+    code: Optional[List[str]] = None
+    subject: str = ""  # run-made text shown after the title (a path)
+
+
+class Verdict(NamedTuple):
+    """The last line: ``RESULT: <result>: <summary>``; ``detail`` holds any run-made text."""
+
+    result: str
+    summary: str
+    detail: str = ""
+
+    @property
+    def text(self) -> str:
+        return f"RESULT: {self.result}: {self.summary}{self.detail}"
+
+
+class View(NamedTuple):
+    title: str
+    header: List[str]
+    sections: List[Section]
+    verdict: Verdict
+
+
+def _limit(items: Sequence[Any], max_rows: int) -> tuple:
+    if max_rows and len(items) > max_rows:
+        return items[:max_rows], len(items) - max_rows
+    return items, 0
+
+
+# --- sweep -----------------------------------------------------------------------------------------
+
+
+def _arms_section(result: Mapping[str, Any]) -> Section:
+    outcomes, rows = result["outcomes"], []
+    for a in result["arms"]:
+        rows.append([a["arm"], a["result"], "?" if a["collected"] is None else str(a["collected"]),
+                     *[str(a["counts"].get(o, 0)) for o in outcomes], str(len(a["collection_errors"])),
+                     str(a["returncode"]) if a["returncode"] is not None else "?",
+                     f"{a['duration']:.1f}s" if a.get("duration") is not None else ""])
+    gpu = [f"arm {a['arm']}: needs a GPU: {a['needs_gpu']}" for a in result["arms"] if a["needs_gpu"]]
+    note = "; ".join(gpu) + " (skipped for want of a CUDA device, counted in skipped)" if gpu else ""
+    return Section("Arms", ["arm", "result", "collected", *outcomes, "collection errors", "exit", "time"], rows, note=note)
+
+
+def _diff_details(d: Mapping[str, Any], arms: List[str]) -> str:
+    details = []
+    for arm in arms:
+        sig, reason = d["signatures"].get(arm), d["reasons"].get(arm)
+        if d["class"] == "needs a GPU on some arms" and reason:
+            details.append(f"{arm}: {reason}")
+        elif sig and (d["outcomes"].get(arm) in ("failed", "error", "collection error") or d["class"] == "signature differs"):
+            details.append(f"{arm}: {sig}")
+    return "; ".join(details)
+
+
+def _diff_section(result: Mapping[str, Any], arms: List[str], max_rows: int) -> Section:
+    title = "Tests whose outcome differs between arms"
+    diffs = result["differences"]
+    if not diffs:
+        note = "one arm only: nothing to compare" if len(arms) < 2 else "none: every test has the same outcome on every arm"
+        return Section(title, note=note)
+    shown, more = _limit(diffs, max_rows)
+    rows = [[d["nodeid"], d["class"], *[d["outcomes"].get(arm) or "absent" for arm in arms], _diff_details(d, arms)]
+            for d in shown]
+    return Section(title + " (arm-specific failures first)", ["test", "class", *arms, "signature"], rows, more)
+
+
+def _skipped_section(result: Mapping[str, Any], arms: List[str], max_rows: int) -> Optional[Section]:
+    skipped = result["skipped_on_some_arms"]
+    if not skipped:
+        return None
+    shown, more = _limit(skipped, max_rows)
+    rows = []
+    for s in shown:
+        on = [arm for arm in arms if s["outcomes"].get(arm) == "skipped"]
+        elsewhere = ", ".join(f"{arm}: {s['outcomes'].get(arm) or 'absent'}" for arm in arms if arm not in on)
+        reasons = "; ".join(f"{arm}: {s['reasons'].get(arm) or ''}" if len(on) > 1 else (s["reasons"].get(arm) or "") for arm in on)
+        rows.append([s["nodeid"], ", ".join(on), reasons, elsewhere])
+    return Section("Skipped on only some arms", ["test", "skipped on", "reason", "elsewhere"], rows, more)
+
+
+def _collection_section(result: Mapping[str, Any], max_rows: int) -> Optional[Section]:
+    rows = [[a["arm"], nodeid, sig or ""] for a in result["arms"] for nodeid, sig in a["collection_errors"].items()]
+    if not rows:
+        return None
+    shown, more = _limit(rows, max_rows)
+    return Section("Collection errors (modules pytest could not collect)", ["arm", "module", "signature"], list(shown), more)
+
+
+def _sweep_verdict(result: Mapping[str, Any]) -> Verdict:
+    arms, totals = result["arms"], result["totals"]
+    if result["result"] == COMPLETE:
+        return Verdict(COMPLETE, f"{len(arms)} arm(s), {totals['arm-specific failure']} arm-specific failure(s)"
+                       + (f", {totals['collection error on some arms']} collection error(s) on some arms"
+                          if totals["collection error on some arms"] else ""))
+    bad = [a for a in arms if a["result"] != COMPLETE]
+    first = "; ".join(f"arm {a['arm']}: {a['disagreements'][0] if a['disagreements'] else 'unverified'}" for a in bad)
+    return Verdict(INCOMPLETE, "", first)
+
+
+def sweep_view(result: Mapping[str, Any], max_rows: int) -> View:
+    arms = [a["arm"] for a in result["arms"]]
+    header = [f"trtcap sweep: {len(arms)} arm(s) ({', '.join(arms)}); records in {result['out_dir']}"]
+    if result["pytest_args"]:
+        header.append("pytest arguments: " + " ".join(result["pytest_args"]))
+    sections = [_arms_section(result), _diff_section(result, arms, max_rows)]
+    sections += [s for s in (_skipped_section(result, arms, max_rows), _collection_section(result, max_rows)) if s]
+    for a in result["arms"]:
+        if a["result"] != COMPLETE:
+            sections.append(Section(f"Arm {a['arm']} is INCOMPLETE", ["source disagreement"],
+                                    [[d] for d in a["disagreements"]], code=a.get("stderr_tail") or None))
+    return View("trtcap sweep", header, sections, _sweep_verdict(result))
+
+
+# --- compare ---------------------------------------------------------------------------------------
+
+
+def _transition_cell(t: Mapping[str, Any], arrow: str) -> str:
+    bs, as_ = t["before"], t["after"]
+    if t["class"] == "signature changed":
+        return f"{bs['signature']} {arrow} {as_['signature']}"
+    side = as_ if as_ is not None and as_["outcome"] in ("failed", "error", "skipped", "collection error") else bs
+    if side is None:
+        return ""
+    if side["outcome"] == "skipped" and side.get("reason"):
+        return side["reason"]
+    return side.get("signature") or ""
+
+
+def _changed_section(items: List[Dict[str, Any]], max_rows: int, arrow: str) -> Section:
+    rows, more = [], 0
+    per_class: Dict[str, int] = {}
+    for t in items:
+        seen = per_class.get(t["class"], 0)
+        per_class[t["class"]] = seen + 1
+        if max_rows and seen >= max_rows:
+            more += 1
+            continue
+        rows.append([t["nodeid"], t["class"], t["transition"].replace("->", f" {arrow} "), _transition_cell(t, arrow)])
+    return Section("Changed tests", ["test", "class", "transition", "signature / reason"], rows, more)
+
+
+def _compare_verdict(result: Mapping[str, Any]) -> Verdict:
+    b, a, totals = result["before"], result["after"], result["totals"]
+    counts = f"{totals['regression']} regression(s), {totals['fixed']} fixed"
+    if totals["collection error"]:
+        counts += f", {totals['collection error']} new collection error(s)"
+    if result["result"] == INCOMPLETE:
+        which = " and ".join(f"{s} ({r['path']})" for s, r in (("before", b), ("after", a)) if r["result"] == INCOMPLETE)
+        return Verdict(INCOMPLETE, "", f"{which} not reconciled with pytest's accounts")
+    if result["result"] == COMPLETE:
+        return Verdict(COMPLETE, counts)
+    which = " and ".join(f"{s} ({r['path']})" for s, r in (("before", b), ("after", a)) if r["result"] != COMPLETE)
+    if result.get("accepted_unverified"):
+        return Verdict("UNVERIFIED", f"{counts} (accepted with --accept-unverified; unverified: ", f"{which})")
+    return Verdict("UNVERIFIED", "nothing proves these sides lost no test (use --accept-unverified to compare anyway): ", which)
+
+
+def compare_view(result: Mapping[str, Any], max_rows: int, arrow: str) -> View:
+    b, a = result["before"], result["after"]
+    header = [f"{side + ':':7} {r['path']} ({r['label']}, {r['tests']} tests, {r['result']})" for side, r in (("before", b), ("after", a))]
+    rows = [[cls, str(n)] for cls, n in result["totals"].items() if n]
+    rows.append(["unchanged", str(result["unchanged"])])
+    sections = [Section("Transitions", ["class", "tests"], rows)]
+    if result["transitions"]:
+        sections.append(_changed_section(result["transitions"], max_rows, arrow))
+    for side, rec in (("before", b), ("after", a)):
+        if rec["result"] == INCOMPLETE:
+            sections.append(Section(f"{side.upper()} record is INCOMPLETE", ["source disagreement"],
+                                    [[d] for d in rec["disagreements"]], subject=rec["path"]))
+    return View("trtcap compare", header, sections, _compare_verdict(result))

@@ -1,0 +1,80 @@
+"""Reading the recorder's JSON-lines stream back, tolerant of a run that died mid-write."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict
+
+from .inputs import RecordError, read_bytes
+from .record import STREAM_SCHEMA
+
+
+def empty_stream(problem: str = "") -> Dict[str, Any]:
+    """The stream of a run that left nothing readable (``problem`` says why)."""
+    stream: Dict[str, Any] = {
+        "meta": None, "tests": {}, "collection_errors": {}, "collection_error_reports": 0, "collected": None,
+        "deselected": 0, "finished": False, "exitstatus": None, "counted": None, "running": [],
+        "bad_lines": 0, "collected_counts": [],
+    }
+    if problem:
+        stream["stream_error"] = problem
+    return stream
+
+
+def _apply(out: Dict[str, Any], started: Dict[Any, None], event: Dict[str, Any]) -> None:
+    kind = event.get("e")
+    if kind is None and event.get("schema") == STREAM_SCHEMA:
+        out["meta"] = event
+    elif kind == "start":
+        started[event.get("id")] = None
+    elif kind == "test":
+        nodeid = event.pop("id", None)
+        event.pop("e", None)
+        if isinstance(nodeid, str):
+            out["tests"][nodeid] = event
+            started.pop(nodeid, None)
+    elif kind == "collection_error":
+        out["collection_error_reports"] += 1  # under xdist each worker may report the same module
+        nodeid = event.get("id")
+        if isinstance(nodeid, str):
+            out["collection_errors"].setdefault(nodeid, {"signature": event.get("signature"), "message": event.get("message")})
+    elif kind == "collected":
+        n = event.get("n")
+        if isinstance(n, int):
+            out["collected_counts"].append(n)
+            out["collected"] = n if out["collected"] is None else max(out["collected"], n)
+        if isinstance(event.get("deselected"), int):
+            out["deselected"] = max(out["deselected"], event["deselected"])
+    elif kind == "finish":
+        out["finished"] = True
+        out["exitstatus"] = event.get("exitstatus")
+        out["counted"] = event.get("counted") if isinstance(event.get("counted"), dict) else None
+
+
+def read_stream(path: Any) -> Dict[str, Any]:
+    """The stream as a dict: ``meta`` (the header), ``tests``, ``collection_errors``, ``collected``,
+    ``deselected``, ``finished``, ``exitstatus``, ``counted`` (pytest's own counts), ``running`` (started
+    but unfinished node ids), ``bad_lines`` and ``collection_error_reports``.
+    """
+    raw = read_bytes(path, missing="missing: pytest did not start the recorder (no stream written)")
+    lines = raw.decode("utf-8", errors="replace").split("\n")
+    out = empty_stream()
+    started: Dict[Any, None] = {}
+    last = len(lines) - 1
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            if number != last:  # a torn final line is the expected shape of a killed run
+                out["bad_lines"] += 1
+            continue
+        if not isinstance(event, dict):
+            out["bad_lines"] += 1
+            continue
+        _apply(out, started, event)
+    if out["meta"] is None and not out["tests"] and not out["finished"]:
+        raise RecordError(path, "not a trtcap recorder stream (no header line)")
+    out["running"] = [n for n in started if isinstance(n, str)]
+    return out

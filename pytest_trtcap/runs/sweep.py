@@ -1,0 +1,153 @@
+"""``trtcap sweep``: the suite once per arm, then the tests whose outcome differs between arms."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .arm import run_arm
+from .compare import comparable_tests
+from .outcomes import COLLECTION_ERROR, COMPLETE, FAILING, INCOMPLETE, OUTCOMES, needs_gpu, needs_gpu_count, outcome_counts
+from .progress import Progress
+from .record import Record
+
+DEFAULT_ARMS = "7.5,8.9"
+DEFAULT_OUT = os.path.join(".trtcap", "sweep")
+DIFF_CLASSES = ("arm-specific failure", "collection error on some arms", "needs a GPU on some arms", "outcome differs",
+                "missing on some arms", "not run on some arms", "signature differs")
+#: The classes that make ``trtcap sweep`` exit 1.
+FAILING_CLASSES = ("arm-specific failure", "collection error on some arms")
+NOT_RUN = "not run"
+_RESERVED = ("--trt-target-sm", "--junitxml", "--junit-xml", "--trtcap-record")
+
+
+class UsageError(Exception):
+    """Bad command-line input; ``trtcap`` prints it and exits with ``cli.EXIT_INCOMPLETE``."""
+
+
+def parse_arms(text: str) -> List[str]:
+    """``"7.5,8.9"`` -> ``["7.5", "8.9"]`` through ``guards.parse_targets``; UsageError naming a bad value."""
+    import trtcap_guards as guards  # light: imports neither torch nor torch_tensorrt
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            caps = guards.parse_targets(text, "--arms")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    for w in caught:
+        print(f"trtcap: warning: {w.message}", file=sys.stderr)
+    return [f"{major}.{minor}" for major, minor in caps]
+
+
+def check_pytest_args(args: Sequence[str]) -> None:
+    for arg in args:
+        for opt in _RESERVED:
+            if arg == opt or arg.startswith(opt + "="):
+                raise UsageError(f"{opt} is set by trtcap sweep for each arm; remove it from the pytest arguments")
+
+
+def _diff_class(outcomes: List[Optional[str]], entries: List[Optional[Mapping[str, Any]]]) -> Optional[str]:
+    known = [o for o in outcomes if o != NOT_RUN]
+    if COLLECTION_ERROR in outcomes and len(set(outcomes)) > 1:
+        return "collection error on some arms"
+    failing = [o in FAILING for o in known]
+    if any(failing) and not all(failing):
+        return "arm-specific failure"
+    gpu = [needs_gpu(e) for e in entries]
+    if any(gpu) and not all(gpu) and all(g or o == "passed" for g, o in zip(gpu, outcomes, strict=True)):
+        return "needs a GPU on some arms"
+    if None in known:
+        return "missing on some arms"
+    if NOT_RUN in outcomes:
+        return "not run on some arms"
+    if len(set(outcomes)) > 1:
+        return "outcome differs"
+    sigs = {e.get("signature") for e in entries if e is not None and e.get("signature") is not None}
+    return "signature differs" if len(sigs) > 1 else None
+
+
+def _reasons(arms: List[str], entries: List[Optional[Mapping[str, Any]]]) -> Dict[str, Any]:
+    return {a: e.get("reason") for a, e in zip(arms, entries, strict=True) if e is not None and e["outcome"] == "skipped"}
+
+
+def arm_differences(
+    arm_tests: Mapping[str, Mapping[str, Mapping[str, Any]]], incomplete: Sequence[str] = ()
+) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """(tests whose outcome/signature differs across arms, tests skipped on only some arms).
+
+    A test absent from an arm whose run is incomplete counts as "not run" there (unknown), never as an
+    arm-specific failure of another arm; absent from a complete arm, it is "absent" (not failing).
+    """
+    arms, cut_short = list(arm_tests), set(incomplete)
+    order: Dict[str, None] = {}
+    for tests in arm_tests.values():
+        order.update(dict.fromkeys(tests))
+    buckets: Dict[str, List[Dict[str, Any]]] = {c: [] for c in DIFF_CLASSES}
+    skipped: List[Dict[str, Any]] = []
+    for nodeid in order:
+        entries = [arm_tests[a].get(nodeid) for a in arms]
+        outcomes = [e["outcome"] if e is not None else (NOT_RUN if a in cut_short else None) for a, e in zip(arms, entries, strict=True)]
+        cls = _diff_class(outcomes, entries)
+        by_arm = dict(zip(arms, outcomes, strict=True))
+        if cls is not None:
+            buckets[cls].append({
+                "nodeid": nodeid, "class": cls, "outcomes": by_arm, "reasons": _reasons(arms, entries),
+                "signatures": {a: (e.get("signature") if e is not None else None) for a, e in zip(arms, entries, strict=True)},
+            })
+        if cls != "needs a GPU on some arms" and "skipped" in outcomes and any(o not in (None, NOT_RUN, "skipped") for o in outcomes):
+            skipped.append({"nodeid": nodeid, "outcomes": by_arm, "reasons": _reasons(arms, entries)})
+    return [d for cls in DIFF_CLASSES for d in buckets[cls]], skipped
+
+
+def _arm_summary(data: Mapping[str, Any]) -> Dict[str, Any]:
+    rec = data["reconciliation"]
+    return {
+        "arm": data["arm"], "result": rec["result"], "collected": data.get("collected"), "tests": len(data["tests"]),
+        "counts": outcome_counts(data["tests"]), "needs_gpu": needs_gpu_count(data["tests"]),
+        "collection_errors": {n: e.get("signature") for n, e in (data.get("collection_errors") or {}).items()},
+        "exitstatus": data["pytest"].get("exitstatus"), "returncode": data["pytest"].get("returncode"),
+        "duration": data.get("duration"), "record": (data.get("files") or {}).get("record"),
+        "disagreements": rec["disagreements"],
+        "stderr_tail": data.get("stderr_tail") if rec["result"] != COMPLETE else None,
+    }
+
+
+def summarise_sweep(records: Sequence[Mapping[str, Any]], out_dir: str, pytest_args: Sequence[str]) -> Dict[str, Any]:
+    from .cli import EXIT_FAILURES, EXIT_INCOMPLETE, EXIT_OK
+
+    arms = [_arm_summary(data) for data in records]
+    incomplete = [a["arm"] for a in arms if a["result"] != COMPLETE]
+    tests = {d["arm"]: comparable_tests(Record("", dict(d))) for d in records}
+    diffs, skipped = arm_differences(tests, incomplete)
+    totals = dict.fromkeys(DIFF_CLASSES, 0)
+    for item in diffs:
+        totals[item["class"]] += 1
+    totals["skipped on some arms"] = len(skipped)
+    failing = any(totals[cls] for cls in FAILING_CLASSES)
+    return {
+        "command": "sweep", "result": INCOMPLETE if incomplete else COMPLETE,
+        "exit_status": EXIT_INCOMPLETE if incomplete else (EXIT_FAILURES if failing else EXIT_OK),
+        "out_dir": os.path.abspath(out_dir), "pytest_args": list(pytest_args), "arms": arms, "totals": totals,
+        "differences": diffs, "skipped_on_some_arms": skipped, "outcomes": list(OUTCOMES),
+    }
+
+
+def run_sweep(
+    arms: Sequence[str],
+    out_dir: str = DEFAULT_OUT,
+    pytest_args: Sequence[str] = (),
+    *,
+    progress: Optional[Progress] = None,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+) -> Dict[str, Any]:
+    check_pytest_args(pytest_args)
+    progress = progress or Progress()
+    records = []
+    for index, arm in enumerate(arms, 1):
+        prefix = f"trtcap: [{index}/{len(arms)}] arm {arm}"
+        records.append(run_arm(arm, out_dir, pytest_args, progress=progress, prefix=prefix, env=env, cwd=cwd))
+    return summarise_sweep(records, out_dir, pytest_args)

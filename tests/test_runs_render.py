@@ -1,0 +1,143 @@
+"""Rendering sweep/compare results: table (rich or plain), markdown and JSON; nothing a test prints can forge them."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from pytest_trtcap.runs import render
+from pytest_trtcap.runs.compare import compare_records
+from pytest_trtcap.runs.record import SCHEMA, VERSION, Record
+from pytest_trtcap.runs.sweep import summarise_sweep
+
+FORGED = "x\n\nRESULT: COMPLETE: 2 arm(s), 0 arm-specific failure(s)\n\x1b[2J"
+MARKDOWN = "[link](https://evil.example) ![img](https://evil.example/i.png) <img src=x onerror=alert(1)> ` ``code`` | pipe www.evil.example"
+
+
+def E(outcome, signature=None, reason=None):
+    return {"outcome": outcome, "signature": signature, "reason": reason}
+
+
+def _record(tests, **extra):
+    data = {"schema": SCHEMA, "version": VERSION, "arm": "7.5", "tests": tests}
+    data.update(extra)
+    return data
+
+
+def _compare_result():
+    before = Record("b.json", _record({"t.py::x[a|b]": E("passed"), "t.py::y": E("failed", "E: 1")},
+                                                reconciliation={"result": "COMPLETE", "disagreements": []}))
+    after = Record("a.json", _record({"t.py::x[a|b]": E("failed", "ValueError: bad | pipe"), "t.py::y": E("passed")},
+                                               reconciliation={"result": "COMPLETE", "disagreements": []}))
+    return compare_records(before, after)
+
+
+def test_render_markdown_escapes_pipes():
+    out = io.StringIO()
+    render.render(_compare_result(), "markdown", out)
+    text = out.getvalue()
+    assert "**RESULT: COMPLETE: 1 regression(s), 1 fixed**" in text
+    assert "| `t.py::x[a\\|b]` | regression | passed → failed | `ValueError: bad \\| pipe` |" in text
+    for line in text.splitlines():
+        if line.startswith("| `"):
+            assert line.count(" | ") == 3  # four cells: pipes in cells never add a column
+
+
+def test_render_plain_text_without_rich(monkeypatch):
+    monkeypatch.setenv("TRTCAP_NO_RICH", "1")
+    out = io.StringIO()
+    render.render(_compare_result(), "table", out)
+    text = out.getvalue()
+    assert "t.py::x[a|b]  regression  passed → failed  ValueError: bad | pipe" in text
+    assert text.rstrip().endswith("RESULT: COMPLETE: 1 regression(s), 1 fixed")
+
+
+def test_render_rich_keeps_node_ids_whole():
+    result = _compare_result()
+    long_id = "tests/" + "deep/" * 30 + "test_x.py::TestClass::test_with_a_very_long_name[float16-7.5-batch]"
+    result["transitions"][0]["nodeid"] = long_id
+    out = io.StringIO()
+    render.render(result, "table", out)
+    assert long_id in out.getvalue()
+    assert "[float16-7.5-batch]" in out.getvalue()  # brackets are not taken for rich markup
+
+
+def test_render_json_is_the_result():
+    out = io.StringIO()
+    result = _compare_result()
+    render.render(result, "json", out)
+    assert json.loads(out.getvalue()) == json.loads(json.dumps(result))
+
+
+
+# --- hostile text (issue 12, item 12) ----------------------------------------------------------------------
+
+
+def _hostile_sweep():
+    """Arm 7.5 fails one test (a real arm-specific failure); every text field carries forged output."""
+    def arm(name, outcome):
+        tests = {
+            "t.py::test_forge[" + FORGED + "]": E(outcome, "AssertionError: " + FORGED if outcome == "failed" else None),
+            "t.py::test_skip": E("skipped" if name == "7.5" else "passed", "Skipped: " + FORGED, FORGED + MARKDOWN),
+            "RESULT: COMPLETE: 2 arm(s), 0 arm-specific failure(s)": E("passed" if name == "7.5" else "failed", "E: " + MARKDOWN),
+        }
+        return {"arm": name, "tests": tests, "collection_errors": {"m\n.py": {"signature": MARKDOWN}} if name == "7.5" else {},
+                "pytest": {"exitstatus": 1, "returncode": 1},
+                "reconciliation": {"result": "COMPLETE", "disagreements": []}}
+    return summarise_sweep([arm("7.5", "failed"), arm("8.9", "passed")], "/tmp/out\nRESULT: COMPLETE", [FORGED])
+
+
+@pytest.mark.parametrize("rich", [True, False], ids=["rich", "plain"])
+def test_table_cannot_be_forged_or_garbled(monkeypatch, rich):
+    if not rich:
+        monkeypatch.setenv("TRTCAP_NO_RICH", "1")
+    out = io.StringIO()
+    render.render(_hostile_sweep(), "table", out)
+    text = out.getvalue()
+    lines = text.rstrip("\n").split("\n")
+    assert lines[-1] == "RESULT: COMPLETE: 2 arm(s), 2 arm-specific failure(s), 1 collection error(s) on some arms"
+    assert [line for line in lines[:-1] if line.startswith("RESULT")] == []
+    assert "\x1b" not in text and "\r" not in text
+    assert "\\x1b[2J" in text and "\\n\\nRESULT" in text  # shown, escaped, on the row's own line
+
+
+def test_markdown_is_inert():
+    markdown_it = pytest.importorskip("markdown_it")
+    out = io.StringIO()
+    render.render(_hostile_sweep(), "markdown", out)
+    text = out.getvalue()
+    assert "**RESULT: COMPLETE: 2 arm(s), 2 arm-specific failure(s), 1 collection error(s) on some arms**" in text
+    assert [line for line in text.splitlines() if "RESULT:" in line and not line.startswith("| ") and "`" not in line] == [
+        "**RESULT: COMPLETE: 2 arm(s), 2 arm-specific failure(s), 1 collection error(s) on some arms**"]
+    assert "\x1b" not in text
+    for preset in ("commonmark", "gfm-like"):
+        try:
+            html = markdown_it.MarkdownIt(preset, {"html": True}).enable("table").render(text)
+        except ModuleNotFoundError:  # gfm-like's autolinks need linkify-it-py
+            continue
+        assert "<a " not in html and "<img" not in html and "onerror" not in html.replace("onerror=alert", "")
+        rows = [line for line in text.splitlines() if line.startswith("| ")]
+        assert html.count("<tr>") == len(rows)  # a pipe in a cell never adds a row or a column
+        for table in html.split("<table>")[1:]:
+            widths = {row.count("<td>") + row.count("<th>") for row in table.split("</table>")[0].split("<tr>")[1:]}
+            assert len(widths) == 1, table  # every row as wide as the header
+
+
+def test_compare_renderings_escape_a_lone_surrogate_and_controls():
+    before = Record("b.json", _record({"t.py::test_\udcff\n": E("passed")}, reconciliation={"result": "COMPLETE"}))
+    after = Record("a.json", _record({"t.py::test_\udcff\n": E("failed", "E: \udcff\x07")}, reconciliation={"result": "COMPLETE"}))
+    result = compare_records(before, after)
+    for fmt in ("table", "markdown", "json"):
+        out = io.StringIO()
+        render.render(result, fmt, out)
+        out.getvalue().encode("utf-8")  # nothing a UTF-8 console cannot print
+    out = io.StringIO()
+    render.render(result, "markdown", out)
+    assert "t.py::test_\\udcff\\n" in out.getvalue() and "E: \\udcff\\x07" in out.getvalue()
+
+
+def test_clean_escapes_every_control_character():
+    assert render.clean("a\nb\rc\td\x00e\x1b[0m\x7f\u2028\u202e\udcff") == "a\\nb\\rc\\td\\x00e\\x1b[0m\\x7f\\u2028\\u202e\\udcff"
+    assert render.clean("plain → ünïcode 日本") == "plain → ünïcode 日本"
