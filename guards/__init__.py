@@ -38,6 +38,7 @@ from .registry import (
     uninstall,
     upstream_guarded_targets,
 )
+from .review import unreviewed_targets
 from .rules import RULES, Rule, explicit_targets, markers, rules_for
 from .targets import (
     ENV_BACKEND,
@@ -79,5 +80,5 @@ __all__ = [
     "gpu_less_import_status", "import_torch_tensorrt", "install", "install_import_hook", "installed",
     "is_installed", "markers", "remove_import_hook", "neutralize", "neutralized", "parse_backend", "parse_target_name",
     "parse_targets", "rejecting_rule", "rules_for", "torch_tensorrt_version", "trt_rtx_targets_turing",
-    "turing_safe_gemm_dtype", "uninstall", "upstream_guarded_targets",
+    "turing_safe_gemm_dtype", "uninstall", "unreviewed_targets", "upstream_guarded_targets",
 ]

@@ -205,6 +205,9 @@ def header_lines(state: TrtcapState, verbose: bool = False) -> List[str]:
     """One line by default; with ``-v`` also the Torch-TensorRT version, neutralizations, GPU-less import and
     isolation mode, each with its source. (pytest shows no header at all under ``-q``.)"""
     lines = [header_line(state)]
+    review = guards.review.describe_unreviewed()  # only once the suite has imported torch_tensorrt
+    if review:
+        lines.append(f"trtcap: {review}")
     if not verbose:
         return lines
     s = state.settings
@@ -381,6 +384,9 @@ class SessionPlugin:
         if self.leaks:
             lines.append(f"leaks: {len(self.leaks)} test(s) left global state changed (restored)")
             lines.extend(f"  {nodeid} -> {what}" for nodeid, what in self.leaks.items())
+        review = guards.review.describe_unreviewed()
+        if review:
+            lines.append(review)
         neutral = guards.neutralized()
         if neutral:
             lines.append(f"neutralized guards: {', '.join(neutral)}")
