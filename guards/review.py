@@ -50,10 +50,11 @@ def describe_unreviewed() -> Optional[str]:
 
     Never imports torch_tensorrt: until the suite imports it there is no live registry to review.
     """
-    if REGISTRY_MODULE not in sys.modules:
+    registry = getattr(sys.modules.get(REGISTRY_MODULE), "DYNAMO_CONVERTERS", None)
+    if registry is None:  # not imported, or its import failed half-way
         return None
     try:
-        missing = unreviewed_targets()
+        missing = unreviewed_targets(registry)
     except Exception as exc:  # a registry of unknown shape must not break a report header
         return f"registry review: could not read the converter registry ({type(exc).__name__}: {exc})"
     if not missing:
