@@ -3,6 +3,7 @@
 Importing this package imports neither torch nor torch_tensorrt.
 """
 
+from .audit import UnservablePlacement, assert_servable_placements, unservable_placements
 from .errors import TrtcapLeakError, TrtcapLeakWarning
 from .partitions import (
     PartitionCounts,
@@ -18,8 +19,11 @@ __all__ = [
     "TrtCapabilityMixin",
     "TrtcapLeakError",
     "TrtcapLeakWarning",
+    "UnservablePlacement",
+    "assert_servable_placements",
     "assert_partition_counts",
     "count_partitions",
     "describe_partitions",
     "expected_partition_counts",
+    "unservable_placements",
 ]

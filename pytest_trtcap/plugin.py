@@ -41,6 +41,7 @@ class TrtcapState:
         self.guards_installed_by_us = False
         self.installed_targets: tuple = ()
         self.worker_status: List[Dict[str, Any]] = []
+        self.audit: Any = None  # audit_session.AuditSession under --trtcap-audit
 
     def get_isolation(self) -> isolation.Isolation:
         if self.isolation is None:
@@ -59,6 +60,12 @@ class TrtcapState:
                     specs.append(isolation.user_spec(label, snapshot, restore))
             self.isolation = isolation.Isolation(specs)
         return self.isolation
+
+    def torch_tensorrt_imported(self) -> None:
+        """The suite imported torch_tensorrt: start the placement audit (if on) and install the guards."""
+        if self.audit is not None:
+            self.audit.activate()
+        self.install_guards()
 
     def install_guards(self) -> None:
         """Install the guards for the session (when ``--trtcap-guards`` is on) once torch_tensorrt is imported."""
@@ -102,9 +109,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if resolved.builder_targets.source != "default":
         state.exit.callback(guards.enable_builder_targets(resolved.builder_targets.value,
                                                           origin=resolved.builder_targets.source).undo)
+    if resolved.audit.value:
+        from . import audit_session
+
+        state.audit = audit_session.start(config, resolved.strict.value)
+        state.exit.callback(state.audit.deactivate)
     state.exit.callback(guards.remove_import_hook)
     if "torch_tensorrt" in sys.modules:
-        state.install_guards()
+        state.torch_tensorrt_imported()
     else:
         targets = resolved.target_sm.value
         _arm_import_hook(config, resolved.gpu_less_import.value == "auto", targets[0] if targets else None)
@@ -116,7 +128,7 @@ def _arm_import_hook(config: pytest.Config, answer: bool, capability: Any) -> No
     def after_import(module: Any) -> None:
         state = config.stash.get(_STATE, None)
         if state is not None:  # imported by a conftest before configure: configure installs the guards
-            state.install_guards()
+            state.torch_tensorrt_imported()
 
     guards.install_import_hook(answer=answer, after=[after_import], capability=capability)
 
@@ -208,6 +220,8 @@ def header_lines(state: TrtcapState, verbose: bool = False) -> List[str]:
     review = guards.review.describe_unreviewed()  # only once the suite has imported torch_tensorrt
     if review:
         lines.append(f"trtcap: {review}")
+    if state.settings.audit.value:
+        lines.append(f"trtcap: placement audit: on ({_sourced(state.settings.audit)})")
     if not verbose:
         return lines
     s = state.settings
@@ -393,6 +407,8 @@ class SessionPlugin:
         fired = self.fired_counts()
         if fired:
             lines.append("guards fired: " + ", ".join(f"{r} on {t} x{n}" for (r, t), n in sorted(fired.items())))
+        if self.state.audit is not None:
+            lines.extend(self.state.audit.summary_lines())
         gpu = guards.gpu_less_import_status()
         applied = [gpu.describe()] if gpu.applied else sorted({w["gpu_less"] for w in self.state.worker_status if w.get("gpu_less")})
         if applied:
