@@ -91,8 +91,10 @@ def test_anything_without_acc_blocks_has_nothing_to_find(module, targets):
 
 # --- the plugin: --trtcap-audit -----------------------------------------------------------------------------
 
-CONFTEST = '''
-import pytest, torch, torch_tensorrt
+CONFTEST = "import torch_tensorrt  # module level, as real suites do\n"
+
+SUITE = '''
+import torch
 from torch_tensorrt.dynamo import partitioning
 from torch_tensorrt.dynamo._settings import CompilationSettings
 from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_CONVERTERS
@@ -103,12 +105,6 @@ def lower(model, *inputs):
     exported = torch.export.export(model.eval(), inputs).run_decompositions(get_decompositions(False))
     DYNAMO_CONVERTERS.set_compilation_settings(settings)
     return post_lowering(exported.module(), settings)
-'''
-
-SUITE = '''
-import torch
-from torch_tensorrt.dynamo import partitioning
-from conftest import lower
 
 class ConvHead(torch.nn.Module):
     def __init__(self):
