@@ -12,6 +12,7 @@ from .partitions import (
     describe_partitions,
     expected_partition_counts,
 )
+from .trt_close import assert_trt_close
 from .unittest_support import TrtCapabilityMixin
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "UnservablePlacement",
     "assert_servable_placements",
     "assert_partition_counts",
+    "assert_trt_close",
     "count_partitions",
     "describe_partitions",
     "expected_partition_counts",
