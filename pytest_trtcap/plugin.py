@@ -196,6 +196,15 @@ def _guards_text(state: TrtcapState) -> str:
     return f"on ({_sourced(s)}; installed when torch_tensorrt is imported)"
 
 
+def _review_line() -> Optional[str]:
+    """The registry review's line once the suite has imported the converter registry (never imports it)."""
+    if guards.registry.REGISTRY_MODULE not in sys.modules:
+        return None
+    from trtcap_guards.review import describe_unreviewed
+
+    return describe_unreviewed()
+
+
 def header_line(state: TrtcapState) -> str:
     """The one line a default run shows: targets and their source, backend, whether Turing rules apply, guards."""
     s = state.settings
@@ -217,7 +226,7 @@ def header_lines(state: TrtcapState, verbose: bool = False) -> List[str]:
     """One line by default; with ``-v`` also the Torch-TensorRT version, neutralizations, GPU-less import and
     isolation mode, each with its source. (pytest shows no header at all under ``-q``.)"""
     lines = [header_line(state)]
-    review = guards.review.describe_unreviewed()  # only once the suite has imported torch_tensorrt
+    review = _review_line()
     if review:
         lines.append(f"trtcap: {review}")
     if state.settings.audit.value:
@@ -398,7 +407,7 @@ class SessionPlugin:
         if self.leaks:
             lines.append(f"leaks: {len(self.leaks)} test(s) left global state changed (restored)")
             lines.extend(f"  {nodeid} -> {what}" for nodeid, what in self.leaks.items())
-        review = guards.review.describe_unreviewed()
+        review = _review_line()
         if review:
             lines.append(review)
         neutral = guards.neutralized()
