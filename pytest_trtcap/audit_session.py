@@ -55,10 +55,12 @@ class AuditSession:
                 self._restore.append((module, name, original))
 
     def deactivate(self) -> None:
-        """Put the original entry points back (in reverse order, so nested sessions unwind)."""
+        """Put the original entry points back (in reverse order, so nested sessions unwind); an entry point someone
+        replaced after us is theirs to restore, and is left alone."""
         while self._restore:
             module, name, original = self._restore.pop()
-            setattr(module, name, original)
+            if getattr(getattr(module, name, None), "__trtcap_audited__", None) is original:
+                setattr(module, name, original)
 
     def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)

@@ -202,3 +202,24 @@ def test_plugin_audit_under_xdist(suite):
     result.stdout.fnmatch_lines(["*- trtcap -*",
                                  "placement audit: 1 partition(s) audited; 1 unservable placement(s) in 1 test(s)",
                                  CAUGHT])
+
+
+def test_session_end_leaves_an_entry_point_replaced_during_the_run_alone(pytester, tt):
+    from torch_tensorrt.dynamo import partitioning
+
+    original = partitioning.fast_partition
+    pytester.makepyfile(test_replace='''
+from torch_tensorrt.dynamo import partitioning
+
+def replacement(*args, **kwargs):
+    raise AssertionError("never called")
+
+def test_replace():
+    partitioning.fast_partition = replacement
+''')
+    try:
+        result = pytester.runpytest("-p", "no:randomly", "--trtcap-audit")
+        result.assert_outcomes(passed=1)
+        assert partitioning.fast_partition.__name__ == "replacement"
+    finally:
+        partitioning.fast_partition = original
