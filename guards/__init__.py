@@ -69,7 +69,6 @@ from .validators import (
 )
 
 
-
 def unreviewed_targets(registry: object = None) -> tuple:
     """The live converter registry's targets the checked-in review does not cover (see :mod:`trtcap_guards.review`;
     loaded here on first use, since the plugin imports this package in every pytest run)."""
