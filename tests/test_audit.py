@@ -223,3 +223,24 @@ def test_replace():
         assert partitioning.fast_partition.__name__ == "replacement"
     finally:
         partitioning.fast_partition = original
+
+
+UNITTEST_SUITE = SUITE.split("def test_conv_model_ending_in_fp32_linear")[0] + '''
+import unittest
+
+class TestConvHead(unittest.TestCase):
+    def test_partition(self):
+        model, x = ConvHead(), torch.randn(2, 3, 4, 4)
+        partitioned, _ = partitioning.fast_partition(lower(model, x), min_block_size=1)
+        self.assertEqual(partitioned(x).shape, (2, 10))
+'''
+
+
+def test_plugin_audit_attributes_unittest_tests(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_unit=UNITTEST_SUITE)
+    result = pytester.runpytest("-p", "no:randomly", "--trt-target-sm", "7.5", "--trtcap-guards", "off",
+                                "--trtcap-audit", "-W", "error::pytest.PytestWarning")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*- trtcap -*", "placement audit: 1 partition(s) audited; 1 unservable*",
+                                 "  test_unit.py::TestConvHead::test_partition", CAUGHT])
