@@ -244,3 +244,17 @@ def test_plugin_audit_attributes_unittest_tests(pytester):
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*- trtcap -*", "placement audit: 1 partition(s) audited; 1 unservable*",
                                  "  test_unit.py::TestConvHead::test_partition", CAUGHT])
+
+
+def test_partitions_made_outside_any_test_are_listed_as_such(pytester):
+    pytester.makeconftest(CONFTEST)
+    module_level = SUITE.split("def test_conv_model_ending_in_fp32_linear")[0] + '''
+PARTITIONED, _ = partitioning.fast_partition(lower(ConvHead(), torch.randn(2, 3, 4, 4)), min_block_size=1)
+
+def test_uses_it():
+    assert PARTITIONED is not None
+'''
+    pytester.makepyfile(test_module_level=module_level)
+    result = pytester.runpytest("-p", "no:randomly", "--trt-target-sm", "7.5", "--trtcap-guards", "off", "--trtcap-audit")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["placement audit: 1 partition(s) audited; 1 unservable*", "  (outside tests)", CAUGHT])
