@@ -80,6 +80,9 @@ NOTES = [
     "too). The guard consultations are counted in an untimed run. The "
     "\"computed\" rows add what the guarded validators cost over every node of the graph (guarded minus stock, "
     "swept directly) to the partition time without guards: the same overhead without run-to-run noise.",
+    "- **assert_trt_close**: `pytest_trtcap.assert_trt_close(a, b)` against `torch.testing.assert_close(a, b)` on "
+    "the same passing CPU tensors (`bench/bench_trt_close.py`), one torch thread; per-call `perf_counter_ns`, the "
+    "two alternating in blocks of 25; medians.",
 ]
 
 
@@ -87,11 +90,13 @@ def _benchmarks() -> List[Tuple[str, Callable[[bool], List[Result]]]]:
     import bench_isolation
     import bench_partition
     import bench_plugin_load
+    import bench_trt_close
 
     return [
         ("plugin load", lambda quick: bench_plugin_load.run(quick)),
         ("isolation", lambda quick: bench_isolation.run(quick)),
         ("partitioning", lambda quick: bench_partition.run(quick)),
+        ("assert_trt_close", lambda quick: bench_trt_close.run(quick)),
     ]
 
 

@@ -7,7 +7,7 @@ derived from the same predicate as the guard instead of being hard-coded for one
 import torch
 from torch_tensorrt.dynamo.partitioning._resource_partitioner import resource_partition
 
-from pytest_trtcap import assert_partition_counts
+from pytest_trtcap import assert_partition_counts, assert_servable_placements, assert_trt_close
 
 
 class ConvHead(torch.nn.Module):
@@ -25,4 +25,5 @@ def test_conv_model_ending_in_fp32_linear(partition, expected_partition_counts):
     partitioned = resource_partition(partition(model, x), cpu_memory_budget=2**40)
     expected = expected_partition_counts(default=(1, 0), turing=(1, 1))
     assert_partition_counts(partitioned, expected)
-    torch.testing.assert_close(partitioned(x), model(x))
+    assert_servable_placements(partitioned)
+    assert_trt_close(partitioned(x), model(x))

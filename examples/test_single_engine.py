@@ -2,7 +2,7 @@
 
 import torch
 
-from pytest_trtcap import assert_partition_counts
+from pytest_trtcap import assert_partition_counts, assert_servable_placements, assert_trt_close
 
 
 def mlp(dtype: torch.dtype) -> torch.nn.Module:
@@ -19,4 +19,5 @@ def test_fp32_mlp_splits_only_on_turing(partition, expected_partition_counts):
     model, x = mlp(torch.float32), torch.randn(2, 16)
     partitioned = partition(model, x)
     assert_partition_counts(partitioned, expected_partition_counts(default=(1, 0), turing=(1, 2)))
-    torch.testing.assert_close(partitioned(x), model(x))
+    assert_servable_placements(partitioned)
+    assert_trt_close(partitioned(x), model(x))

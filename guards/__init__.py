@@ -68,6 +68,15 @@ from .validators import (
     rejecting_rule,
 )
 
+
+def unreviewed_targets(registry: object = None) -> tuple:
+    """The live converter registry's targets the checked-in review does not cover (see :mod:`trtcap_guards.review`;
+    loaded here on first use, since the plugin imports this package in every pytest run)."""
+    from .review import unreviewed_targets as unreviewed
+
+    return unreviewed(registry)
+
+
 __all__ = [
     "BuilderTargets", "apply_builder_targets", "builder_targets", "builder_targets_enabled",
     "builder_targets_installed", "enable_builder_targets", "plan_builder_targets", "upstream_sets_builder_targets",
@@ -79,5 +88,5 @@ __all__ = [
     "gpu_less_import_status", "import_torch_tensorrt", "install", "install_import_hook", "installed",
     "is_installed", "markers", "remove_import_hook", "neutralize", "neutralized", "parse_backend", "parse_target_name",
     "parse_targets", "rejecting_rule", "rules_for", "torch_tensorrt_version", "trt_rtx_targets_turing",
-    "turing_safe_gemm_dtype", "uninstall", "upstream_guarded_targets",
+    "turing_safe_gemm_dtype", "uninstall", "unreviewed_targets", "upstream_guarded_targets",
 ]

@@ -115,10 +115,15 @@ def cdist_emits_matmul(node: Any, operands: Operands) -> bool:
 
 
 def forward_conv3d(node: Any, operands: Operands) -> bool:
-    """A forward (not transposed) convolution over a 5-D input."""
+    """A forward (not transposed) convolution whose input (the first listed operand) is 5-D.
+
+    Only ``aten.convolution`` has a ``transposed`` flag (position 6); ``tensorrt.conv_asym_pad``'s position 6 is
+    its dilation list, never ``True``, and that op is always a forward convolution.
+    """
     if _arg(node, 6, "transposed", False) is True:
         return False
-    shape = _shape_of(_arg(node, 0, "input"))
+    index, name = operands[0] if operands else (0, "input")
+    shape = _shape_of(_arg(node, index, name))
     return shape is not None and len(shape) == 5
 
 
@@ -244,7 +249,8 @@ RULES: Tuple[Rule, ...] = (
         name="conv3d",
         capability=TURING,
         cannot_serve="3D convolution",
-        targets={"aten.convolution.default": ((0, "input"),)},
+        # tensorrt.conv_asym_pad: what 2.14's post-lowering pass fuse_pad_into_convolution makes of pad -> conv
+        targets={"aten.convolution.default": ((0, "input"),), "tensorrt.conv_asym_pad.default": ((0, "x"),)},
         check=forward_conv3d,
         validator="convolution_capability_validator",
         marker="trt_conv3d",

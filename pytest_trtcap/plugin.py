@@ -42,6 +42,7 @@ class TrtcapState:
         self.installed_targets: tuple = ()
         self.worker_status: List[Dict[str, Any]] = []
         self.user_state: Optional[list] = None  # the project's pytest_trtcap_isolated_state entries, checked
+        self.audit: Any = None  # audit_session.AuditSession under --trtcap-audit
 
     def user_state_entries(self) -> list:
         """The project's isolated-state entries; a usage error naming the hook, file and value if ill-shaped."""
@@ -60,6 +61,12 @@ class TrtcapState:
                 specs.append(isolation.user_spec(label, snapshot, restore))
             self.isolation = isolation.Isolation(specs)
         return self.isolation
+
+    def torch_tensorrt_imported(self) -> None:
+        """The suite imported torch_tensorrt: start the placement audit (if on) and install the guards."""
+        if self.audit is not None:
+            self.audit.activate()
+        self.install_guards()
 
     def install_guards(self) -> None:
         """Install the guards for the session (when ``--trtcap-guards`` is on) once torch_tensorrt is imported."""
@@ -118,11 +125,16 @@ def pytest_configure(config: pytest.Config) -> None:
     if resolved.builder_targets.source != "default":
         state.exit.callback(guards.enable_builder_targets(resolved.builder_targets.value,
                                                           origin=resolved.builder_targets.source).undo)
+    if resolved.audit.value:
+        from . import audit_session
+
+        state.audit = audit_session.start(config, resolved.strict.value)
+        state.exit.callback(state.audit.deactivate)
     state.exit.callback(guards.remove_import_hook)
     if "torch_tensorrt" in sys.modules:
         if target.value:  # imported by a conftest before the hook could name the targets: answer them from now on
             guards.gpuless.follow_targets(target.value[0])
-        state.install_guards()
+        state.torch_tensorrt_imported()
     else:
         targets = resolved.target_sm.value
         _arm_import_hook(config, resolved.gpu_less_import.value == "auto", targets[0] if targets else None)
@@ -134,7 +146,7 @@ def _arm_import_hook(config: pytest.Config, answer: bool, capability: Any) -> No
     def after_import(module: Any) -> None:
         state = config.stash.get(_STATE, None)
         if state is not None:  # imported by a conftest before configure: configure installs the guards
-            state.install_guards()
+            state.torch_tensorrt_imported()
 
     guards.install_import_hook(answer=answer, after=[after_import], capability=capability)
 
@@ -207,6 +219,15 @@ def _guards_text(state: TrtcapState) -> str:
     return f"on ({_sourced(s)}; installed when torch_tensorrt is imported)"
 
 
+def _review_line() -> Optional[str]:
+    """The registry review's line once the suite has imported the converter registry (never imports it)."""
+    if guards.registry.REGISTRY_MODULE not in sys.modules:
+        return None
+    from trtcap_guards.review import describe_unreviewed
+
+    return describe_unreviewed()
+
+
 def header_line(state: TrtcapState) -> str:
     """The one line a default run shows: targets and their source, backend, whether Turing rules apply, guards."""
     s = state.settings
@@ -228,6 +249,11 @@ def header_lines(state: TrtcapState, verbose: bool = False) -> List[str]:
     """One line by default; with ``-v`` also the Torch-TensorRT version, neutralizations, GPU-less import and
     isolation mode, each with its source. (pytest shows no header at all under ``-q``.)"""
     lines = [header_line(state)]
+    review = _review_line()
+    if review:
+        lines.append(f"trtcap: {review}")
+    if state.settings.audit.value:
+        lines.append(f"trtcap: placement audit: on ({_sourced(state.settings.audit)})")
     if not verbose:
         return lines
     s = state.settings
@@ -415,12 +441,17 @@ class SessionPlugin:
         if self.leaks:
             lines.append(f"leaks: {len(self.leaks)} test(s) left global state changed (restored)")
             lines.extend(f"  {nodeid} -> {what}" for nodeid, what in self.leaks.items())
+        review = _review_line()
+        if review:
+            lines.append(review)
         neutral = guards.neutralized()
         if neutral:
             lines.append(f"neutralized guards: {', '.join(neutral)}")
         fired = self.fired_counts()
         if fired:
             lines.append("guards fired: " + ", ".join(f"{r} on {t} x{n}" for (r, t), n in sorted(fired.items())))
+        if self.state.audit is not None:
+            lines.extend(self.state.audit.summary_lines())
         gpu = guards.gpu_less_import_status()
         applied = [gpu.describe()] if gpu.applied else sorted({w["gpu_less"] for w in self.state.worker_status if w.get("gpu_less")})
         if applied:

@@ -100,6 +100,10 @@ SPECS: Tuple[Spec, ...] = (
     Spec("builder_targets", "--trtcap-builder-targets", "TRTCAP_BUILDER_TARGETS", "trtcap_builder_targets",
          "declare the targets on the TensorRT-RTX builder config when the guards are installed (on/off)",
          lambda raw, name: parse_bool(raw, name), default=True, metavar="{on,off}"),
+    Spec("audit", "--trtcap-audit", "TRTCAP_AUDIT", "trtcap_audit",
+         "audit every partition Torch-TensorRT produces: report nodes placed on TensorRT that the declared targets "
+         "cannot serve, per test (an error under --trtcap-strict)",
+         lambda raw, name: parse_bool(raw, name), default=False, kind="flag"),
 )
 
 
@@ -112,6 +116,7 @@ class Settings:
     strict: Setting = field(default_factory=lambda: Setting(False, "default"))
     gpu_less_import: Setting = field(default_factory=lambda: Setting("auto", "default"))
     builder_targets: Setting = field(default_factory=lambda: Setting(True, "default"))
+    audit: Setting = field(default_factory=lambda: Setting(False, "default"))
 
 
 def add_options(parser: pytest.Parser) -> None:

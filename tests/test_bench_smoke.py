@@ -28,6 +28,12 @@ RATIOS = (
     "validator_sm89",
     "predicate_sm75",
     "validator_sm75",
+    "trt_close_tiny",
+    "trt_close_small",
+    "trt_close_nested",
+    "trt_close_large",
+    "trt_close_leading_zero_small",
+    "trt_close_leading_zero_large",
 )
 
 

@@ -119,7 +119,7 @@ def test_markers_are_listed_with_help(pytester: pytest.Pytester) -> None:
         "@pytest.mark.trt_cdist_matmul: skip when TensorRT-RTX cannot serve the cdist matrix multiply on the "
         "declared targets (SM 7.5; ops: aten._cdist_forward.default). Takes no arguments.",
         "@pytest.mark.trt_conv3d: skip when TensorRT-RTX cannot serve 3D convolution on the declared targets "
-        "(SM 7.5; ops: aten.convolution.default). Takes no arguments.",
+        "(SM 7.5; ops: aten.convolution.default, tensorrt.conv_asym_pad.default). Takes no arguments.",
         "@pytest.mark.trt_bf16: skip when TensorRT-RTX cannot serve BF16 on the declared targets (SM 7.5; *). "
         "Takes no arguments.",
         "@pytest.mark.trtcap_no_isolation: do not hold and restore Torch-TensorRT's global registries around this test.",

@@ -347,6 +347,7 @@ BAD_VALUES = {
     "strict": "banana",
     "gpu_less_import": "sometimes",
     "builder_targets": "maybe",
+    "audit": "banana",
 }
 
 

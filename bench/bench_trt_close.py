@@ -1,0 +1,113 @@
+"""Benchmark: what ``pytest_trtcap.assert_trt_close`` adds to ``torch.testing.assert_close`` on a passing comparison.
+
+The same tensors go to both; per-call ``perf_counter_ns``, the two alternating in blocks (ABBA...), medians of
+each side, ratio of medians. Cases: a tiny tensor, a 64x64 tensor, a nested structure of three, a 1000x1000
+tensor (targets <= 1.05), and for information the case that costs a full scan: an output whose first element
+is zero (a ReLU output), small and large. One torch thread, so the machine's second core does not add noise.
+
+    python bench/bench_trt_close.py [--quick] [--iterations N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import time
+from typing import Any, Callable, Dict, List, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import Result, banner, median, spread  # noqa: E402
+
+TARGET = 1.05
+BLOCK = 25
+
+
+def _cases(torch: Any) -> List[Tuple[str, str, Any, Any, bool]]:
+    """(name, description, actual, expected, checked against the target)."""
+    gen = torch.Generator().manual_seed(0)
+
+    def rand(*shape: int) -> Any:
+        return torch.randn(*shape, generator=gen)
+
+    tiny, small, large = rand(4), rand(64, 64), rand(1000, 1000)
+    nested = {"logits": rand(8, 10), "aux": (rand(8, 4), rand(8))}
+    relu_small, relu_large = torch.relu(rand(64, 64)), torch.relu(rand(1000, 1000))
+    relu_small.view(-1)[0], relu_large.view(-1)[0] = 0.0, 0.0
+    clone = lambda v: {k: clone(x) for k, x in v.items()} if isinstance(v, dict) else (  # noqa: E731
+        tuple(clone(x) for x in v) if isinstance(v, tuple) else v.clone())
+    return [
+        ("trt_close_tiny", "tensor of 4 FP32", tiny.clone(), tiny, True),
+        ("trt_close_small", "64x64 FP32", small.clone(), small, True),
+        ("trt_close_nested", "dict of 3 small FP32 tensors (nested)", clone(nested), nested, True),
+        ("trt_close_large", "1000x1000 FP32", large.clone(), large, True),
+        ("trt_close_leading_zero_small", "64x64 FP32 ReLU output, first element 0 (full scan)",
+         relu_small.clone(), relu_small, False),
+        ("trt_close_leading_zero_large", "1000x1000 FP32 ReLU output, first element 0 (full scan)",
+         relu_large.clone(), relu_large, False),
+    ]
+
+
+def _time(fn: Callable[..., None], actual: Any, expected: Any) -> int:
+    start = time.perf_counter_ns()
+    fn(actual, expected)
+    return time.perf_counter_ns() - start
+
+
+def measure(ours: Callable[..., None], theirs: Callable[..., None], actual: Any, expected: Any,
+            iterations: int) -> Tuple[List[int], List[int]]:
+    """Per-call times of both, alternating block by block (ABBA...), after a warm-up."""
+    for _ in range(5):
+        ours(actual, expected)
+        theirs(actual, expected)
+    times: Dict[str, List[int]] = {"ours": [], "theirs": []}
+    blocks = max(2, iterations // BLOCK)
+    gc.disable()
+    try:
+        for b in range(blocks):
+            order = (("ours", ours), ("theirs", theirs)) if b % 2 == 0 else (("theirs", theirs), ("ours", ours))
+            for name, fn in order:
+                times[name].extend(_time(fn, actual, expected) for _ in range(BLOCK))
+    finally:
+        gc.enable()
+    return times["ours"], times["theirs"]
+
+
+def run(quick: bool = False, iterations: int = 0) -> List[Result]:
+    import torch
+
+    from pytest_trtcap import assert_trt_close
+
+    torch.set_num_threads(1)
+    banner("assert_trt_close against torch.testing.assert_close, passing comparisons")
+    results = []
+    for name, what, actual, expected, checked in _cases(torch):
+        n = iterations or (50 if quick else 4000)
+        if name.endswith("_large"):  # ~25 ms a call: fewer calls
+            n = max(50, n // 40)
+        ours, theirs = measure(assert_trt_close, torch.testing.assert_close, actual, expected, n)
+        result = Result(
+            name=name, what=f"assert_trt_close, passing, {what}: per call",
+            value=median(ours) / 1000, baseline=median(theirs) / 1000, unit="us",
+            target=TARGET if checked else None, checked=not quick,
+            detail={"calls": f"{len(ours)} each, alternating blocks of {BLOCK}",
+                    "spread (us)": f"{spread([t / 1000 for t in ours])} vs {spread([t / 1000 for t in theirs])}"},
+        )
+        print(result.line(), flush=True)
+        results.append(result)
+    return results
+
+
+def main(argv: List[str] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="few calls, no timing assertions")
+    parser.add_argument("--iterations", type=int, default=0, help="calls per side (default 4000; 100 for 1000x1000)")
+    args = parser.parse_args(argv)
+    results = run(args.quick, args.iterations)
+    return 1 if any(r.missed for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

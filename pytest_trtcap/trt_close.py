@@ -1,0 +1,166 @@
+"""``assert_trt_close``: ``torch.testing.assert_close`` that names the silent failure modes of TensorRT-RTX.
+
+When TensorRT-RTX is handed an op it cannot serve on the target GPU (an FP32 GEMM on Turing, say) with dynamic
+shapes, the engine runs and returns all zeros. A plain comparison with eager then reports a numeric mismatch, or,
+with loose tolerances on small outputs, passes. Here an all-zero output where eager's is not is reported as such
+(per output tensor of a nested structure), as are NaN and Inf, together with the capability decision and the
+rules that apply at the declared targets; the numeric comparison is torch's own.
+
+A passing comparison costs torch's ``isclose`` (the pairing machinery of ``assert_close`` is skipped where
+:mod:`pytest_trtcap.fast_close` shows it would pass) plus one element read per output: only an output whose first
+element is zero is scanned in full. torch is imported when the function is first called, never at plugin load.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+import trtcap_guards as guards
+from trtcap_guards.rules import RULES
+
+from . import fast_close
+
+ALL_ZERO = "all-zero output where eager is non-zero"
+NAN = "NaN output where eager is not NaN"
+INF = "Inf output where eager is finite"
+MISMATCH = "output mismatch (no all-zero, NaN or Inf output)"
+
+
+def assert_trt_close(actual: Any, expected: Any, *, settings: Any = None, **tolerances: Any) -> None:
+    """Like ``torch.testing.assert_close(actual, expected, **tolerances)``; an all-zero, NaN or Inf output
+    (compared with ``expected``, tensor by tensor) fails with its own message before any numeric mismatch is
+    reported, and an all-zero output fails even where the tolerances would let it pass."""
+    import torch
+
+    if not fast_close.passes(actual, expected, torch, tolerances):
+        try:
+            torch.testing.assert_close(actual, expected, **tolerances)
+        except AssertionError as exc:
+            problems = _problems(actual, expected, torch)
+            raise AssertionError(_message(problems, settings) if problems else
+                                 f"trtcap: {MISMATCH}\n{exc}\n{_decision(settings)}") from None
+    if isinstance(actual, torch.Tensor):  # the common case, without walking a structure
+        if not _first_is_zero(actual):
+            return
+    elif not any(_first_is_zero(a) for a in _leaves(actual, torch)):
+        return
+    zeros = [(ALL_ZERO, path, _zero_detail(path, a, e, torch)) for path, a, e in _pairs(actual, expected, torch)
+             if _may_be_all_zero(a) and _all_zero_where_eager_is_not(a, e)]
+    if zeros:
+        raise AssertionError(_message(zeros, settings))
+
+
+def _first_is_zero(tensor: Any) -> bool:
+    """Whether the first element is zero: if not, the tensor is not all zeros (one element read, no copy)."""
+    try:
+        if tensor.is_contiguous():
+            return tensor.numel() > 0 and not tensor.reshape(-1)[0].item()
+        return tensor.numel() > 0 and not tensor[(0,) * tensor.dim()].item()
+    except Exception:  # sparse, quantized, meta...: let the full check decide
+        return True
+
+
+def _may_be_all_zero(tensor: Any) -> bool:
+    """Cheap before exact: the first element, then (contiguous tensors) an evenly spaced sample of 256."""
+    if not _first_is_zero(tensor):
+        return False
+    try:
+        if tensor.is_contiguous() and tensor.numel() > 256:
+            flat = tensor.reshape(-1)
+            return not bool(flat[:: flat.numel() // 256].any())
+    except Exception:
+        pass
+    return True
+
+
+def _all_zero_where_eager_is_not(a: Any, e: Any) -> bool:
+    try:
+        return a.numel() > 0 and not bool(a.any()) and bool(e.any())
+    except Exception:  # a tensor these checks cannot read: torch's comparison passed, so does this
+        return False
+
+
+def _zero_detail(path: str, a: Any, e: Any, torch: Any) -> str:
+    return (f"{path} (shape {tuple(a.shape)}, {a.dtype}) is all zeros; eager has {int(torch.count_nonzero(e))} "
+            "non-zero element(s)")
+
+
+def _leaves(value: Any, torch: Any, depth: int = 0) -> Iterator[Any]:
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif depth < 32 and isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v, torch, depth + 1)
+    elif depth < 32 and isinstance(value, Mapping):
+        for v in value.values():
+            yield from _leaves(v, torch, depth + 1)
+
+
+def _pairs(actual: Any, expected: Any, torch: Any, path: str = "output", depth: int = 0) -> Iterator[Tuple[str, Any, Any]]:
+    """(path, actual tensor, expected tensor) for every tensor leaf present on both sides."""
+    if isinstance(actual, torch.Tensor) and isinstance(expected, torch.Tensor):
+        yield path, actual, expected
+    elif depth >= 32:
+        return
+    elif isinstance(actual, Sequence) and isinstance(expected, Sequence) and not isinstance(actual, str):
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            yield from _pairs(a, e, torch, f"{path}[{i}]", depth + 1)
+    elif isinstance(actual, Mapping) and isinstance(expected, Mapping):
+        for key in actual:
+            if key in expected:
+                yield from _pairs(actual[key], expected[key], torch, f"{path}[{key!r}]", depth + 1)
+
+
+Problem = Tuple[str, str, str]  # (kind, path, detail)
+
+
+def _problems(actual: Any, expected: Any, torch: Any) -> List[Problem]:
+    out: List[Problem] = []
+    for path, a, e in _pairs(actual, expected, torch):
+        try:
+            problem = _tensor_problem(path, a.detach(), e.detach(), torch)
+        except Exception:  # a tensor these checks cannot read: torch's comparison has the last word
+            problem = None
+        if problem is not None:
+            out.append(problem)
+    return out
+
+
+def _tensor_problem(path: str, a: Any, e: Any, torch: Any) -> Optional[Problem]:
+    what = f"{path} (shape {tuple(a.shape)}, {a.dtype})"
+    if _all_zero_where_eager_is_not(a, e):
+        return ALL_ZERO, path, _zero_detail(path, a, e, torch)
+    if not (a.is_floating_point() or a.is_complex()):
+        return None
+    same = a.shape == e.shape
+    nan = torch.isnan(a) & ~torch.isnan(e) if same else torch.isnan(a)
+    if bool(nan.any()) and (same or not bool(torch.isnan(e).any())):
+        return NAN, path, f"{what} has {int(nan.sum())} NaN element(s) where eager has none"
+    inf = torch.isinf(a) & (a != e) if same else torch.isinf(a)
+    if bool(inf.any()) and (same or not bool(torch.isinf(e).any())):
+        return INF, path, f"{what} has {int(inf.sum())} Inf element(s) where eager is finite"
+    return None
+
+
+def _decision(settings: Any) -> str:
+    decision = guards.capability_decision(settings)
+    return f"trtcap: targets Turing on TensorRT-RTX = {decision.targets_turing}: {decision.reason}"
+
+
+def _rules_lines(settings: Any) -> List[str]:
+    decision = guards.capability_decision(settings)
+    rules = [r for r in RULES if decision.targets_capability(r.capability)]
+    if not rules:
+        return ["trtcap: rules that apply at the declared targets: none"]
+    return ["trtcap: rules that apply at the declared targets:"] + [
+        f"  {r.name}: {r.cannot_serve} on SM {r.capability[0]}.{r.capability[1]} ({r.why})" for r in rules]
+
+
+def _message(problems: List[Problem], settings: Any) -> str:
+    kinds = list(dict.fromkeys(kind for kind, _, _ in problems))
+    lines = [f"trtcap: {' and '.join(kinds)}"]
+    lines.extend(f"  {detail}" for _, _, detail in problems)
+    lines += [_decision(settings), *_rules_lines(settings),
+              "trtcap: on a GPU, an op the target cannot serve returns zeros with dynamic shapes: check the placement "
+              "(pytest_trtcap.unservable_placements)"]
+    return "\n".join(lines)

@@ -1,0 +1,120 @@
+"""``assert_trt_close`` on CPU tensors: all-zero, NaN, Inf, mismatch and match each give their own outcome, for
+single tensors and nested structures, with the capability decision and the rules at the declared targets."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import trtcap_guards as guards
+from pytest_trtcap import assert_trt_close
+
+EAGER = torch.arange(1.0, 13.0).reshape(3, 4)
+
+
+def failure(actual, expected, **kw) -> str:
+    with pytest.raises(AssertionError) as info:
+        assert_trt_close(actual, expected, **kw)
+    return str(info.value)
+
+
+def test_match_passes_like_assert_close():
+    assert_trt_close(EAGER.clone(), EAGER)
+    assert_trt_close({"a": [EAGER, EAGER + 1]}, {"a": [EAGER, EAGER + 1]})
+    assert_trt_close(torch.zeros(3), torch.zeros(3))  # zeros where eager is zero too
+    assert_trt_close(torch.tensor([0.0, 1.0]), torch.tensor([0.0, 1.0]))  # first element zero, not all zeros
+    assert_trt_close(torch.empty(0), torch.empty(0))
+
+
+def test_all_zero_output_is_reported_as_such_with_the_decision_and_rules(targets):
+    targets("7.5")
+    message = failure(torch.zeros(3, 4), EAGER)
+    lines = message.splitlines()
+    assert lines[0] == "trtcap: all-zero output where eager is non-zero"
+    assert lines[1] == "  output (shape (3, 4), torch.float32) is all zeros; eager has 12 non-zero element(s)"
+    assert lines[2] == "trtcap: targets Turing on TensorRT-RTX = True: " + guards.capability_decision().reason
+    assert lines[3] == "trtcap: rules that apply at the declared targets:"
+    assert [line.split(":")[0].strip() for line in lines[4:4 + len(guards.RULES)]] == [r.name for r in guards.RULES]
+    assert "Mismatched elements" not in message  # reported before (instead of) the numeric comparison
+
+
+def test_all_zero_output_fails_even_where_loose_tolerances_would_pass(targets):
+    targets("8.9")
+    small = EAGER * 1e-7
+    torch.testing.assert_close(torch.zeros(3, 4), small)  # the plain comparison passes: the silent case
+    message = failure(torch.zeros(3, 4), small)
+    assert message.startswith("trtcap: all-zero output where eager is non-zero\n")
+    assert "rules that apply at the declared targets: none" in message
+
+
+def test_all_zero_output_inside_a_nested_structure_is_named_by_its_path(targets):
+    targets("7.5")
+    actual = {"logits": [EAGER, torch.zeros(2)], "aux": (EAGER,)}
+    expected = {"logits": [EAGER, torch.ones(2)], "aux": (EAGER,)}
+    lines = failure(actual, expected).splitlines()
+    assert lines[:2] == ["trtcap: all-zero output where eager is non-zero",
+                         "  output['logits'][1] (shape (2,), torch.float32) is all zeros; eager has 2 non-zero element(s)"]
+
+
+def test_non_contiguous_all_zero_output():
+    actual = torch.zeros(4, 3).t()
+    assert not actual.is_contiguous()
+    assert failure(actual, EAGER).startswith("trtcap: all-zero output")
+
+
+def test_nan_output_is_reported_as_such():
+    actual = EAGER.clone()
+    actual[1, 2] = float("nan")
+    lines = failure(actual, EAGER).splitlines()
+    assert lines[:2] == ["trtcap: NaN output where eager is not NaN",
+                         "  output (shape (3, 4), torch.float32) has 1 NaN element(s) where eager has none"]
+
+
+def test_inf_output_is_reported_as_such():
+    actual = EAGER.clone()
+    actual[0, 0] = float("inf")
+    lines = failure(actual, EAGER).splitlines()
+    assert lines[:2] == ["trtcap: Inf output where eager is finite",
+                         "  output (shape (3, 4), torch.float32) has 1 Inf element(s) where eager is finite"]
+
+
+def test_nan_where_eager_has_nan_too_follows_equal_nan():
+    both = torch.tensor([1.0, float("nan")])
+    assert_trt_close(both.clone(), both, equal_nan=True)
+    message = failure(both.clone(), both)  # torch's default: NaN != NaN
+    assert message.startswith("trtcap: output mismatch (no all-zero, NaN or Inf output)\n")
+
+
+def test_numeric_mismatch_keeps_torchs_message(targets):
+    targets("7.5")
+    lines = failure(EAGER + 1, EAGER).splitlines()
+    assert lines[0] == "trtcap: output mismatch (no all-zero, NaN or Inf output)"
+    assert lines[1] == "Tensor-likes are not close!"
+    assert "Mismatched elements: 12 / 12 (100.0%)" in lines
+    assert lines[-1].startswith("trtcap: targets Turing on TensorRT-RTX = True")
+
+
+def test_tolerances_and_options_are_torchs():
+    assert_trt_close(EAGER + 0.05, EAGER, rtol=0, atol=0.1)
+    assert failure(EAGER + 0.05, EAGER, rtol=0, atol=0.01).startswith("trtcap: output mismatch")
+    assert failure(EAGER.double(), EAGER).startswith("trtcap: output mismatch")  # dtype checked
+    assert_trt_close(EAGER.double(), EAGER, check_dtype=False)
+
+
+def test_integer_and_bool_outputs():
+    assert_trt_close(torch.tensor([0, 3]), torch.tensor([0, 3]))
+    assert failure(torch.tensor([0, 0]), torch.tensor([0, 3])).startswith("trtcap: all-zero output")
+    assert failure(torch.tensor([False]), torch.tensor([True])).startswith("trtcap: all-zero output")
+
+
+def test_structure_mismatch_is_torchs_message():
+    message = failure([EAGER], [EAGER, EAGER])
+    assert message.startswith("trtcap: output mismatch") and "length" in message.lower()
+
+
+def test_settings_targets_are_used_for_the_decision(targets):
+    class Settings:
+        target_compute_capabilities = {(7, 5)}
+
+    targets("8.9")
+    assert "targets Turing on TensorRT-RTX = True" in failure(torch.zeros(3, 4), EAGER, settings=Settings())
