@@ -10,8 +10,6 @@ from typing import Any, Iterator, List, Tuple
 import pytest
 
 import trtcap_guards as guards
-import trtcap_guards.registry as guards_registry
-import trtcap_guards.targets as guards_targets
 
 pytest_plugins = ["pytester"]
 
@@ -77,19 +75,15 @@ def _guards_isolation(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """
     monkeypatch.delenv(guards.ENV_TARGETS, raising=False)
     monkeypatch.delenv(guards.ENV_BACKEND, raising=False)
-    declared = guards_targets._declared
-    before = (declared.targets, declared.targets_origin, declared.backend, declared.backend_origin)
-    neutral = guards_registry.state_snapshot()
+    before = guards.state_snapshot()
     was_installed = guards.is_installed()  # e.g. by the trtcap plugin under ``-o trtcap_guards=on``
     guards.uninstall()  # every test starts from the stock registry, whatever the ini says
     try:
         yield
     finally:
         guards.uninstall()
-        guards_registry.restore_state(neutral)
+        guards.restore_state(before)
         guards.declare_backend(None)  # the declared backend is reset whatever the test did
-        (declared.targets, declared.targets_origin, declared.backend, declared.backend_origin) = before
-        declared.version += 1
         if was_installed:  # hand back what the plugin (or whoever) had installed
             guards.install()
 
