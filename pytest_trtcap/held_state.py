@@ -18,6 +18,7 @@ REGISTRY_MODULE = "torch_tensorrt.dynamo.conversion._ConverterRegistry"
 ATOMIC_MODULE = "torch_tensorrt.dynamo.partitioning._atomic_subgraphs"
 PASSES_MODULE = "torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass"
 DECOMPOSITIONS_MODULE = "torch_tensorrt.dynamo.lowering._decomposition_groups"
+FOLD_EXCLUSIONS_MODULE = "torch_tensorrt.dynamo.lowering.constant_fold_exclusions._core"
 GUARDS_MODULE = "trtcap_guards.state"
 
 
@@ -257,14 +258,14 @@ def pass_manager_spec(manager: str, label: str, noun: str) -> StateSpec:
     return StateSpec(label, snapshot, restore, changed, describe, available=_loaded(PASSES_MODULE))
 
 
-# --- decomposition tables --------------------------------------------------------------------------------------
+# --- tables (op or rule id -> function): decompositions, constant-fold exclusion rules ---------------------------
 
 
-def decomposition_spec(table: str, noun: str) -> StateSpec:
-    """A decomposition table (op -> function), held by value; ``noun`` names an entry in leak reports."""
+def table_spec(module_name: str, table: str, noun: str) -> StateSpec:
+    """A module-level dict held by value; ``noun`` names an entry in leak reports (``aten.relu.default: noun added``)."""
 
     def module() -> Any:
-        return sys.modules[DECOMPOSITIONS_MODULE]
+        return sys.modules[module_name]
 
     def snapshot() -> Tuple[dict, dict]:
         d = getattr(module(), table)
@@ -281,12 +282,13 @@ def decomposition_spec(table: str, noun: str) -> StateSpec:
 
     def describe(snap: Tuple[dict, dict]) -> List[str]:
         now, before = getattr(module(), table), snap[1]
-        out = [f"{_name(k)}: {noun} added" for k in now.keys() - before.keys()]
-        out += [f"{_name(k)}: {noun} removed" for k in before.keys() - now.keys()]
-        out += [f"{_name(k)}: {noun} replaced" for k in now.keys() & before.keys() if now[k] is not before[k]]
+        key = lambda k: k if isinstance(k, str) else _name(k)  # noqa: E731
+        out = [f"{key(k)}: {noun} added" for k in now.keys() - before.keys()]
+        out += [f"{key(k)}: {noun} removed" for k in before.keys() - now.keys()]
+        out += [f"{key(k)}: {noun} replaced" for k in now.keys() & before.keys() if now[k] is not before[k]]
         return sorted(out) or [f"{table} rebound"]
 
-    return StateSpec(table, snapshot, restore, changed, describe, available=_loaded(DECOMPOSITIONS_MODULE))
+    return StateSpec(table, snapshot, restore, changed, describe, available=_loaded(module_name))
 
 
 # --- the guards' own state --------------------------------------------------------------------------------------
@@ -319,8 +321,9 @@ def builtin_specs() -> List[StateSpec]:
                   available=_loaded(ATOMIC_MODULE)),
         pass_manager_spec("ATEN_PRE_LOWERING_PASSES", "ATEN_PRE_LOWERING_PASSES", "pre-lowering pass"),
         pass_manager_spec("ATEN_POST_LOWERING_PASSES", "ATEN_POST_LOWERING_PASSES", "lowering pass"),
-        decomposition_spec("TORCH_TRT_DECOMPOSITIONS", "decomposition"),
-        decomposition_spec("ENABLED_TORCH_DECOMPOSITIONS", "enabled torch decomposition"),
+        table_spec(DECOMPOSITIONS_MODULE, "TORCH_TRT_DECOMPOSITIONS", "decomposition"),
+        table_spec(DECOMPOSITIONS_MODULE, "ENABLED_TORCH_DECOMPOSITIONS", "enabled torch decomposition"),
+        table_spec(FOLD_EXCLUSIONS_MODULE, "_CONSTANT_FOLD_EXCLUSION_RULES", "constant-fold exclusion rule"),
         StateSpec("guards", _guards_snapshot, _guards_restore, _guards_changed, _guards_describe,
                   available=_loaded(GUARDS_MODULE)),
     ]
