@@ -346,3 +346,53 @@ def test_cascade_under_strict_the_leaking_tests_error_in_teardown(cascade: pytes
     # the innocent test still passes: strict reports the leak and restores all the same
     assert "test_2_stock_atomic_subgraphs_leave_relu_add_unfused FAILED" not in result.stdout.str()
     assert "FAILED test_resource_partitioning.py::TestResourcePartitioning::test_2" not in result.stdout.str()
+
+
+# --- a fixture's leak under --trtcap-strict, -W error and xdist --------------------------------------------------
+
+FIXTURE_LEAK = """
+import pytest
+import torch
+from torch_tensorrt.dynamo.partitioning._atomic_subgraphs import ATOMIC_SUBGRAPHS, register_atomic_subgraph
+
+
+class FixturePattern(torch.nn.Module):
+    pass
+
+
+@pytest.fixture
+def leaky():
+    yield
+    register_atomic_subgraph(init_args=(), is_core_aten=True)(FixturePattern)
+
+
+def test_uses_leaky(leaky):
+    pass
+
+
+def test_after():
+    assert not [e for e in ATOMIC_SUBGRAPHS if e[0] is FixturePattern]
+"""
+FIXTURE_SUBJECT = "test_fixture_leak.py::test_uses_leaky (fixture 'leaky', function scope)"
+FIXTURE_WHAT = "added ATOMIC_SUBGRAPHS entry (FixturePattern, (), True)"
+
+
+@pytest.mark.parametrize("flags", [["--trtcap-strict"], ["-W", "error::pytest_trtcap.TrtcapLeakWarning"]],
+                         ids=["strict", "warnings-as-errors"])
+def test_a_fixture_leak_errors_the_test_in_teardown_under_strict_or_warnings_as_errors(
+        pytester: pytest.Pytester, flags: List[str]) -> None:
+    pytester.makepyfile(test_fixture_leak=FIXTURE_LEAK)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rE", *flags)
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines([f"E*TrtcapLeakError: trtcap: {FIXTURE_SUBJECT} leaked global state (*): {FIXTURE_WHAT}",
+                                 "ERROR test_fixture_leak.py::test_uses_leaky - *TrtcapLeakError*"])
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
+def test_a_fixture_leak_reaches_the_controllers_summary_under_xdist(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_fixture_leak=FIXTURE_LEAK)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["leaks: 1 test(s) left global state changed (restored)",
+                                 f"  {FIXTURE_SUBJECT} -> {FIXTURE_WHAT}"])
