@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from typing import Any, Callable, List, NamedTuple, Tuple
+from typing import Any, Callable, List, Tuple
 
+from . import held_registry as reg
+from .held_registry import REGISTRY_MODULE, name_of
 from .isolation import StateSpec
 
-REGISTRY_MODULE = "torch_tensorrt.dynamo.conversion._ConverterRegistry"
 ATOMIC_MODULE = "torch_tensorrt.dynamo.partitioning._atomic_subgraphs"
 PASSES_MODULE = "torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass"
 DECOMPOSITIONS_MODULE = "torch_tensorrt.dynamo.lowering._decomposition_groups"
@@ -22,151 +23,8 @@ FOLD_EXCLUSIONS_MODULE = "torch_tensorrt.dynamo.lowering.constant_fold_exclusion
 GUARDS_MODULE = "trtcap_guards.state"
 
 
-def _name(target: Any) -> str:
-    from trtcap_guards.rules import target_name_of
-
-    return target_name_of(target)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _loaded(module: str) -> Callable[[], bool]:
     return lambda: module in sys.modules
-
-
-# --- converter registry: the list of registry dicts, each dict, each target's list of candidates ------------
-
-
-class RegistrySnapshot(NamedTuple):
-    registries: list  # the registry's own list object
-    entries: list  # its elements (dicts), by identity
-    names: list
-    conventions: list
-    dicts: Tuple[Tuple[dict, dict, dict], ...]  # (dict, its values by identity, its lists' contents)
-
-
-def _registry() -> Any:
-    return sys.modules[REGISTRY_MODULE].DYNAMO_CONVERTERS
-
-
-def _registry_snapshot() -> RegistrySnapshot:
-    reg = _registry()
-    dicts = tuple((d, dict(d), {k: list(v) if isinstance(v, list) else v for k, v in d.items()})
-                  for d in reg.registries if isinstance(d, dict))
-    return RegistrySnapshot(reg.registries, list(reg.registries), list(reg.registry_names),
-                            list(reg.registry_calling_conventions), dicts)
-
-
-def _registry_changed(snap: RegistrySnapshot) -> bool:
-    reg = _registry()
-    now = reg.registries
-    if now is not snap.registries or len(now) != len(snap.entries):
-        return True
-    for element, held in zip(now, snap.entries):
-        if element is not held:
-            return True
-    for d, _, contents in snap.dicts:
-        if d != contents:
-            return True
-    return reg.registry_names != snap.names or reg.registry_calling_conventions != snap.conventions
-
-
-def _registry_restore(snap: RegistrySnapshot) -> None:
-    reg = _registry()
-    snap.registries[:] = snap.entries
-    reg.registries = snap.registries
-    reg.registry_names[:] = snap.names
-    reg.registry_calling_conventions[:] = snap.conventions
-    for d, objects, contents in snap.dicts:
-        d.clear()
-        for key, obj in objects.items():
-            if isinstance(obj, list):
-                obj[:] = contents[key]
-            d[key] = obj
-
-
-def _list_change(before: list, after: list) -> str:
-    added = sum(1 for c in after if not any(c is b for b in before))
-    removed = sum(1 for b in before if not any(b is c for c in after))
-    if added and added == removed:
-        return f"{_plural(added, 'converter')} replaced"
-    parts = ([f"{_plural(added, 'converter')} added"] if added else []) + (
-        [f"{_plural(removed, 'converter')} removed"] if removed else [])
-    return ", ".join(parts) or "converters reordered"
-
-
-def _dict_changes(d: dict, contents: dict) -> List[str]:
-    out = []
-    for key in d.keys() - contents.keys():
-        n = len(d[key]) if isinstance(d[key], list) else 1
-        out.append(f"{_name(key)}: target added ({_plural(n, 'converter')})")
-    out += [f"{_name(key)}: target removed" for key in contents.keys() - d.keys()]
-    for key in contents.keys() & d.keys():
-        before, after = contents[key], d[key]
-        if before != after:
-            both_lists = isinstance(after, list) and isinstance(before, list)
-            out.append(f"{_name(key)}: {_list_change(before, after) if both_lists else 'converter replaced'}")
-    return out
-
-
-def _registry_describe(snap: RegistrySnapshot) -> List[str]:
-    reg = _registry()
-    out: List[str] = []
-    if reg.registries is not snap.registries:
-        out.append("DYNAMO_CONVERTERS.registries rebound")
-    now = list(reg.registries)
-    out += [f"DYNAMO_CONVERTERS.registries: registry added at index {i}"
-            for i, r in enumerate(now) if not any(r is h for h in snap.entries)]
-    out += [f"DYNAMO_CONVERTERS.registries: registry removed from index {i}"
-            for i, h in enumerate(snap.entries) if not any(r is h for r in now)]
-    if reg.registry_names != snap.names or reg.registry_calling_conventions != snap.conventions:
-        out.append("DYNAMO_CONVERTERS registry names or calling conventions changed")
-    for d, _, contents in snap.dicts:
-        out += _dict_changes(d, contents)
-    return sorted(out) or ["DYNAMO_CONVERTERS.registries reordered"]
-
-
-# --- the registry's compilation settings and disallowed targets ------------------------------------------
-
-
-def _copy_collection(value: Any) -> Any:
-    if isinstance(value, (set, frozenset)):
-        return set(value)
-    return list(value) if isinstance(value, list) else value
-
-
-def _settings_snapshot() -> Tuple[Any, Any, Any]:
-    reg = _registry()
-    return (reg.compilation_settings, reg.disallowed_targets, _copy_collection(reg.disallowed_targets))
-
-
-def _settings_changed(snap: Tuple[Any, Any, Any]) -> bool:
-    reg = _registry()
-    return reg.compilation_settings is not snap[0] or reg.disallowed_targets != snap[2]
-
-
-def _settings_restore(snap: Tuple[Any, Any, Any]) -> None:
-    reg = _registry()
-    settings, held, contents = snap
-    if isinstance(held, set):
-        held.clear()
-        held.update(contents)
-    elif isinstance(held, list):
-        held[:] = contents
-    reg.compilation_settings, reg.disallowed_targets = settings, held
-
-
-def _settings_describe(snap: Tuple[Any, Any, Any]) -> List[str]:
-    """Silent when the settings object changed (every compile sets both); named when edited behind its back."""
-    reg = _registry()
-    if reg.compilation_settings is not snap[0]:
-        return []
-    now, before = set(reg.disallowed_targets or ()), set(snap[2] or ())
-    out = [f"disallowed_targets: {_name(t)} added" for t in now - before]
-    out += [f"disallowed_targets: {_name(t)} removed" for t in before - now]
-    return sorted(out)
 
 
 # --- ATOMIC_SUBGRAPHS ------------------------------------------------------------------------------------
@@ -199,7 +57,7 @@ def format_atomic_entry(entry: Any) -> str:
     """``(ReLUConv, (), True)``: class name, init args, is_core_aten."""
     try:
         cls, init_args, core = entry
-        args = ", ".join(_name(a) if callable(a) else repr(a) for a in init_args)
+        args = ", ".join(name_of(a) if callable(a) else repr(a) for a in init_args)
         args = f"({args},)" if len(init_args) == 1 else f"({args})"
         return f"({getattr(cls, '__name__', cls)}, {args}, {core})"
     except (TypeError, ValueError):
@@ -216,7 +74,7 @@ def _atomic_describe(snap: Tuple[list, list]) -> List[str]:
 # --- lowering pass managers ----------------------------------------------------------------------------------
 
 
-def _pass_name(fn: Any) -> str:
+def _passname_of(fn: Any) -> str:
     return getattr(fn, "__name__", None) or repr(fn)
 
 
@@ -251,8 +109,8 @@ def pass_manager_spec(manager: str, label: str, noun: str) -> StateSpec:
 
     def describe(snap: Tuple[list, list]) -> List[str]:
         now = list(pm().passes)
-        out = [f"added {noun} {_pass_name(p)} at index {i}" for i, p in _multiset_missing(now, snap[1])]
-        out += [f"removed {noun} {_pass_name(p)} from index {i}" for i, p in _multiset_missing(snap[1], now)]
+        out = [f"added {noun} {_passname_of(p)} at index {i}" for i, p in _multiset_missing(now, snap[1])]
+        out += [f"removed {noun} {_passname_of(p)} from index {i}" for i, p in _multiset_missing(snap[1], now)]
         return out or [f"{manager} passes reordered"]
 
     return StateSpec(label, snapshot, restore, changed, describe, available=_loaded(PASSES_MODULE))
@@ -282,7 +140,7 @@ def table_spec(module_name: str, table: str, noun: str) -> StateSpec:
 
     def describe(snap: Tuple[dict, dict]) -> List[str]:
         now, before = getattr(module(), table), snap[1]
-        key = lambda k: k if isinstance(k, str) else _name(k)  # noqa: E731
+        key = lambda k: k if isinstance(k, str) else name_of(k)  # noqa: E731
         out = [f"{key(k)}: {noun} added" for k in now.keys() - before.keys()]
         out += [f"{key(k)}: {noun} removed" for k in before.keys() - now.keys()]
         out += [f"{key(k)}: {noun} replaced" for k in now.keys() & before.keys() if now[k] is not before[k]]
@@ -313,10 +171,10 @@ def _guards_describe(snap: Any) -> List[str]:
 def builtin_specs() -> List[StateSpec]:
     """One spec per held piece of state; labels are the ones ``pytest_trtcap.inventory`` refers to."""
     return [
-        StateSpec("converter registry", _registry_snapshot, _registry_restore, _registry_changed,
-                  _registry_describe, available=_loaded(REGISTRY_MODULE)),
-        StateSpec("converter registry settings", _settings_snapshot, _settings_restore, _settings_changed,
-                  _settings_describe, available=_loaded(REGISTRY_MODULE)),
+        StateSpec("converter registry", reg.registry_snapshot, reg.registry_restore, reg.registry_changed,
+                  reg.registry_describe, available=_loaded(REGISTRY_MODULE)),
+        StateSpec("converter registry settings", reg.settings_snapshot, reg.settings_restore,
+                  reg.settings_changed, reg.settings_describe, available=_loaded(REGISTRY_MODULE)),
         StateSpec("ATOMIC_SUBGRAPHS", _atomic_snapshot, _atomic_restore, _atomic_changed, _atomic_describe,
                   available=_loaded(ATOMIC_MODULE)),
         pass_manager_spec("ATEN_PRE_LOWERING_PASSES", "ATEN_PRE_LOWERING_PASSES", "pre-lowering pass"),

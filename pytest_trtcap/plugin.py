@@ -342,7 +342,7 @@ class SessionPlugin:
 
     def _flush_fixture_leaks(self, item: pytest.Item, leaks: List[Any]) -> None:
         for subject, what in self.fixture_leaks:
-            item.user_properties.append((_FIXTURE_LEAK_PROPERTY, (subject, "; ".join(what))))
+            item.user_properties.append((_FIXTURE_LEAK_PROPERTY, f"{subject} -> {'; '.join(what)}"))
             leaks.append((subject, what))
         self.fixture_leaks.clear()
 
@@ -369,7 +369,8 @@ class SessionPlugin:
             if key == _LEAK_PROPERTY and report.when == "teardown":
                 self.leaks.setdefault(report.nodeid, value)
             elif key == _FIXTURE_LEAK_PROPERTY and report.when == "teardown":
-                self.leaks.setdefault(value[0], value[1])
+                subject, _, what = str(value).partition(" -> ")
+                self.leaks.setdefault(subject, what)
             elif key == _SKIP_PROPERTY and report.when == "setup" and report.skipped:
                 self.skips[report.nodeid] = value
 

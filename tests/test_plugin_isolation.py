@@ -87,6 +87,7 @@ REGISTRY_LEAKS = {
     A + "test_registers_a_lowering_pass": "added lowering pass my_pass at index 12",
     A + "test_adds_a_pre_lowering_pass": "added pre-lowering pass my_pre_pass at index 0",
     A + "test_registers_a_decomposition": "aten.relu.default: decomposition added",
+    A + "test_registers_a_constant_fold_exclusion_rule": "my_rule: constant-fold exclusion rule added",
     A + "TestUnittestIsolation::test_leaks": "added ATOMIC_SUBGRAPHS entry (ReLUConv, (), True)",
 }
 

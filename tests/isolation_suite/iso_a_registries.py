@@ -12,6 +12,7 @@ from torch_tensorrt.dynamo.conversion._ConverterRegistry import (
 )
 from torch_tensorrt.dynamo.lowering import _decomposition_groups as groups
 from torch_tensorrt.dynamo.lowering._decompositions import register_torch_trt_decomposition
+from torch_tensorrt.dynamo.lowering.constant_fold_exclusions import _core as fold_exclusions
 from torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass import (
     ATEN_POST_LOWERING_PASSES,
     ATEN_PRE_LOWERING_PASSES,
@@ -107,6 +108,10 @@ def test_disables_a_torch_decomposition():
     del groups.ENABLED_TORCH_DECOMPOSITIONS[next(iter(BASE_ENABLED))]
 
 
+def test_registers_a_constant_fold_exclusion_rule():
+    fold_exclusions.register_constant_fold_exclusion_rule("my_rule")(lambda gm: [])
+
+
 @pytest.fixture
 def scoped_atomic_subgraph():
     register_atomic_subgraph(init_args=(), is_core_aten=True)(ReLUConv)
@@ -133,3 +138,5 @@ def test_everything_is_as_before():
     assert ATEN_PRE_LOWERING_PASSES.passes == BASE_PRE and ATEN_POST_LOWERING_PASSES.passes == BASE_POST
     assert groups.TORCH_TRT_DECOMPOSITIONS == BASE_TRT_DECOMPOSITIONS
     assert groups.ENABLED_TORCH_DECOMPOSITIONS == BASE_ENABLED
+    fold_exclusions.register_constant_fold_exclusion_rule("my_rule")(lambda gm: [])  # raises if still there
+    fold_exclusions.unregister_constant_fold_exclusion_rule("my_rule")
