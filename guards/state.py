@@ -30,8 +30,9 @@ class GuardsState:
 def state_snapshot(*, fired: bool = True) -> GuardsState:
     """The guards' state now. ``fired=False`` leaves the fired counts out (they grow by design as guards work)."""
     d = targets._declared
-    return GuardsState(
-        d.targets, d.targets_origin, d.backend, d.backend_origin, builder._switch,
+    return GuardsState(  # an origin means nothing without a value: a cleared declaration equals any other
+        d.targets, d.targets_origin if d.targets is not None else "",
+        d.backend, d.backend_origin if d.backend is not None else "", builder._switch,
         tuple(sorted(registry._neutralized.items())),
         tuple(sorted(registry._fired.items())) if fired else None,
     )
@@ -40,8 +41,8 @@ def state_snapshot(*, fired: bool = True) -> GuardsState:
 def restore_state(snapshot: GuardsState) -> None:
     """Put the state of ``snapshot`` back in place (fired counts only if the snapshot holds them)."""
     d = targets._declared
-    d.targets, d.targets_origin = snapshot.targets, snapshot.targets_origin
-    d.backend, d.backend_origin = snapshot.backend, snapshot.backend_origin
+    d.targets, d.targets_origin = snapshot.targets, snapshot.targets_origin or d.targets_origin
+    d.backend, d.backend_origin = snapshot.backend, snapshot.backend_origin or d.backend_origin
     d.version += 1  # capability_decision caches on it
     builder._switch = snapshot.builder_switch
     registry._neutralized.clear()

@@ -52,3 +52,10 @@ def test_fired_counts_are_left_out_on_request_and_then_not_restored() -> None:
     guards.restore_state(held)  # a snapshot without counts leaves them alone
     assert guards.fired() == {("fp32_gemm", "aten.mm.default"): 1}
     assert guards.state_snapshot(fired=False) == held
+
+
+def test_a_cleared_declaration_equals_any_other_cleared_one() -> None:
+    before = guards.state_snapshot()
+    guards.declare_targets("8.9", origin="somewhere")
+    guards.declare_targets(None, origin="elsewhere")
+    assert guards.state_snapshot() == before

@@ -151,6 +151,8 @@ FIXTURE_LEAKS = {
         "added ATOMIC_SUBGRAPHS entry (FunctionSetupLeak, (), True)",
     f"{C}test_uses_a_finalizer_that_leaks (fixture 'finalizer_leaker', function scope)":
         "added ATOMIC_SUBGRAPHS entry (FinalizerLeak, (), True)",
+    f"{C}test_uses_a_fixture_that_fails_after_leaking (fixture 'broken_leaker', function scope)":
+        "added ATOMIC_SUBGRAPHS entry (BrokenSetupLeak, (), True)",
     f"{C}TestTearDownClassLeaks::test_runs (fixture 'module_leaker', module scope, "
     f"set up for {C}test_first_test_of_the_module_fixture)": "added ATOMIC_SUBGRAPHS entry (ModuleSetupLeak, (), True)",
     f"{C}TestSetUpClassLeaks::test_sees_its_class_state (TestSetUpClassLeaks.setUpClass/tearDownClass, class scope)":
@@ -173,6 +175,7 @@ def test_a_session_fixture_leak_is_named_when_the_session_ends(suite: SuiteRun) 
 
 
 def test_fixture_leaks_are_restored_when_their_scope_ends_and_never_under_a_live_fixture(suite: SuiteRun) -> None:
+    assert suite.outcome(C + "test_uses_a_fixture_that_fails_after_leaking") == "ERROR"
     for test in ("test_uses_a_function_fixture_that_leaks", "test_uses_a_finalizer_that_leaks",
                  "test_first_test_of_the_module_fixture", "test_module_fixture_still_alive_is_not_restored_away",
                  "test_uses_the_session_fixture", "TestSetUpClassLeaks::test_sees_its_class_state",

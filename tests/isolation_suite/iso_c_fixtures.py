@@ -31,6 +31,12 @@ def finalizer_leaker(request):
     request.addfinalizer(lambda: pattern("FinalizerLeak"))
 
 
+@pytest.fixture
+def broken_leaker():
+    pattern("BrokenSetupLeak")
+    raise RuntimeError("setup failed after registering")
+
+
 @pytest.fixture(scope="module")
 def module_leaker():
     pattern("ModuleSetupLeak")
@@ -43,6 +49,10 @@ def test_uses_a_function_fixture_that_leaks(setup_leaker):
 
 def test_uses_a_finalizer_that_leaks(finalizer_leaker):
     assert names() == []
+
+
+def test_uses_a_fixture_that_fails_after_leaking(broken_leaker):
+    pass
 
 
 def test_first_test_of_the_module_fixture(module_leaker):
