@@ -45,7 +45,7 @@ def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], 
                      lambda snap: [f"{label} changed"])
 
 
-@dataclass
+@dataclass(eq=False)
 class Frame:
     """A fixture alive between its setup and the end of its teardown."""
 
@@ -83,8 +83,7 @@ class Isolation:
             if spec.label not in self.baselines and spec.available():
                 base = self.baselines[spec.label] = spec.snapshot()
                 for frame in self.frames:
-                    if frame.before is not None:
-                        frame.before.setdefault(spec.label, base)
+                    frame.before.setdefault(spec.label, base)
 
     def _adopt(self, foreign: bool) -> None:
         baselines = self.baselines
@@ -145,20 +144,20 @@ class Isolation:
     def fixture_set_up(self, fixture: Any) -> None:
         """A fixture's setup ended: what it changed is its own while it lives."""
         self._adopt(foreign=False)
-        frame = self._frame(fixture)
-        if frame is not None:
-            frame.after = dict(self.baselines)
+        index = self._frame_index(fixture)
+        if index is not None:
+            self.frames[index].after = dict(self.baselines)
 
-    def _frame(self, fixture: Any) -> Optional[Frame]:
-        return next((f for f in reversed(self.frames) if f.fixture is fixture), None)
+    def _frame_index(self, fixture: Any) -> Optional[int]:
+        """The latest open frame of ``fixture`` (a parametrized fixture may be set up again)."""
+        return next((i for i in range(len(self.frames) - 1, -1, -1) if self.frames[i].fixture is fixture), None)
 
     def fixture_finished(self, fixture: Any) -> Optional[FixtureEnd]:
         """A fixture's teardown ended: restore what it left changed. None when it had no frame."""
-        frame = self._frame(fixture)
-        if frame is None:
+        index = self._frame_index(fixture)
+        if index is None:
             return None
-        index = len(self.frames) - 1 - self.frames[::-1].index(frame)
-        del self.frames[index]
+        frame = self.frames.pop(index)
         later = self.frames[index:]  # started after it and still alive
         changes: List[str] = []
         for spec in self.specs:
