@@ -75,6 +75,13 @@ INVENTORY: Tuple[StateEntry, ...] = (
     StateEntry("torch_tensorrt.kernels._register", "_LIVE_LIBS", None, "`_register_pytorch_op`",
                "keeps `torch.library` handles of registered kernels alive; an op registered with PyTorch's "
                "dispatcher is not undone by restoring a list"),
+    # Registries of other libraries that Torch-TensorRT's public helpers write to:
+    StateEntry("torch._decomp", "global_decomposition_table", None,
+               "`register_torch_trt_decomposition(op)` without `registry=`",
+               "PyTorch's own table: it belongs to PyTorch, which offers no way to hold it"),
+    StateEntry("tensorrt.plugin", "plugin registry", None,
+               "`torch_tensorrt.dynamo.conversion.plugins.custom_op`, `generate_plugin`",
+               "TensorRT's and PyTorch's global op and plugin registries, which cannot unregister"),
 )
 
 

@@ -104,4 +104,6 @@ def test_every_entry_names_real_state_of_the_installed_release(tt: Any, entry: i
 def test_the_readme_lists_exactly_the_inventory() -> None:
     start = README.index("<!-- isolation-inventory:start -->") + len("<!-- isolation-inventory:start -->")
     end = README.index("<!-- isolation-inventory:end -->")
-    assert README[start:end].strip().splitlines() == inventory.readme_lines()
+    assert README[start:end].strip().splitlines() == inventory.readme_lines(), (
+        "README out of step; paste the output of: python -c \"from pytest_trtcap.inventory import readme_lines; "
+        "print(chr(10).join(readme_lines()))\"")
