@@ -258,11 +258,22 @@ def _isolated(item: pytest.Item) -> bool:
     return item.get_closest_marker(markers.NO_ISOLATION) is None
 
 
+#: pytest's fixtures for unittest and xunit set-up methods, named after the methods a user wrote.
+_SETUP_FIXTURES = (
+    ("_unittest_setUpClass_fixture_", "{}.setUpClass/tearDownClass"),
+    ("_unittest_setup_method_fixture_", "{}.setup_method/teardown_method"),
+    ("_xunit_setup_module_fixture_", "{} setup_module/teardown_module"),
+    ("_xunit_setup_class_fixture_", "{}.setup_class/teardown_class"),
+    ("_xunit_setup_function_fixture_", "{} setup_function/teardown_function"),
+    ("_xunit_setup_method_fixture_", "{}.setup_method/teardown_method"),
+)
+
+
 def _fixture_subject(fixturedef: Any, nodeid: str, setup_for: str) -> str:
-    """``test_b (fixture 'f', module scope, set up for test_a)``; unittest's class fixture by its methods."""
+    """``test_b (fixture 'f', module scope, set up for test_a)``; set-up methods by their own names."""
     name = fixturedef.argname
-    prefix = "_unittest_setUpClass_fixture_"
-    what = f"{name[len(prefix):]}.setUpClass/tearDownClass" if name.startswith(prefix) else f"fixture {name!r}"
+    what = next((form.format(name[len(prefix):]) for prefix, form in _SETUP_FIXTURES if name.startswith(prefix)),
+                f"fixture {name!r}")
     since = "" if setup_for in ("", nodeid) else f", set up for {setup_for}"
     return f"{nodeid} ({what}, {fixturedef.scope} scope{since})"
 

@@ -153,6 +153,8 @@ FIXTURE_LEAKS = {
         "added ATOMIC_SUBGRAPHS entry (FinalizerLeak, (), True)",
     f"{C}test_uses_a_fixture_that_fails_after_leaking (fixture 'broken_leaker', function scope)":
         "added ATOMIC_SUBGRAPHS entry (BrokenSetupLeak, (), True)",
+    "iso_c2_xunit.py::test_sees_the_module_state (iso_c2_xunit setup_module/teardown_module, module scope)":
+        "added ATOMIC_SUBGRAPHS entry (XunitModuleLeak, (), True)",
     f"{C}TestTearDownClassLeaks::test_runs (fixture 'module_leaker', module scope, "
     f"set up for {C}test_first_test_of_the_module_fixture)": "added ATOMIC_SUBGRAPHS entry (ModuleSetupLeak, (), True)",
     f"{C}TestSetUpClassLeaks::test_sees_its_class_state (TestSetUpClassLeaks.setUpClass/tearDownClass, class scope)":
