@@ -1,8 +1,9 @@
 """Benchmark 2: what the per-test isolation costs, with torch_tensorrt imported.
 
 * Per test, in process: ``Isolation(builtin_specs()).hold()`` + ``release()`` (the leak check) on a clean
-  test, against the naive reset fixture: snapshot ``{k: list(v)}`` of ``DYNAMO_ATEN_CONVERTERS`` and
-  ``list(ATOMIC_SUBGRAPHS)``, then restore with ``clear()``/``update()`` and slice assignment. Medians of
+  test, against the naive reset fixture for the same state: snapshot ``{k: list(v)}`` of
+  ``DYNAMO_ATEN_CONVERTERS``, ``list(ATOMIC_SUBGRAPHS)``, the two lowering pass lists and the three tables
+  (decompositions, constant-fold exclusions), then restore with ``clear()``/``update()`` and slice assignment. Medians of
   per-iteration times, the two measured in alternating blocks. Also the cost when a test did leak (one
   converter added), for information.
 * A suite of 2,000 trivial tests whose conftest imports torch_tensorrt (so isolation is active), each run
@@ -41,6 +42,18 @@ def _state() -> Tuple[dict, object, object]:
     return DYNAMO_ATEN_CONVERTERS, _atomic_subgraphs, guards
 
 
+def _extra_state() -> Tuple[list, list]:
+    """The rest of what isolation holds: (pass lists, tables), for the naive fixture to copy and put back."""
+    from torch_tensorrt.dynamo.lowering import _decomposition_groups as groups
+    from torch_tensorrt.dynamo.lowering.constant_fold_exclusions import _core as fold
+    from torch_tensorrt.dynamo.lowering.passes import _aten_lowering_pass as passes
+
+    lists = [passes.ATEN_PRE_LOWERING_PASSES.passes, passes.ATEN_POST_LOWERING_PASSES.passes]
+    tables = [groups.TORCH_TRT_DECOMPOSITIONS, groups.ENABLED_TORCH_DECOMPOSITIONS,
+              fold._CONSTANT_FOLD_EXCLUSION_RULES]
+    return lists, tables
+
+
 def _alternate(contenders: Dict[str, Callable[[], int]], iterations: int) -> Dict[str, List[float]]:
     """Per-iteration times in microseconds; contenders alternate in blocks of ``BLOCK`` iterations."""
     times: Dict[str, List[float]] = {name: [] for name in contenders}
@@ -61,7 +74,9 @@ def _alternate(contenders: Dict[str, Callable[[], int]], iterations: int) -> Dic
 
 def per_test(iterations: int, quick: bool) -> List[Result]:
     table, atomic_module, guards = _state()
-    from pytest_trtcap.isolation import Isolation, builtin_specs
+    lists, tables = _extra_state()
+    from pytest_trtcap.held_state import builtin_specs
+    from pytest_trtcap.isolation import Isolation
 
     isolation = Isolation(builtin_specs())
     clock = time.perf_counter_ns
@@ -79,10 +94,17 @@ def per_test(iterations: int, quick: bool) -> List[Result]:
         t0 = clock()
         snapshot = {k: list(v) for k, v in table.items()}
         atomic = list(atomic_module.ATOMIC_SUBGRAPHS)
+        held_lists = [list(lst) for lst in lists]
+        held_tables = [dict(d) for d in tables]
         # ... the test runs here ...
         table.clear()
         table.update(snapshot)
         atomic_module.ATOMIC_SUBGRAPHS[:] = atomic
+        for lst, held in zip(lists, held_lists):
+            lst[:] = held
+        for d, held in zip(tables, held_tables):
+            d.clear()
+            d.update(held)
         t1 = clock()
         return t1 - t0
 

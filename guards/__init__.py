@@ -38,6 +38,7 @@ from .registry import (
     uninstall,
     upstream_guarded_targets,
 )
+from .state import GuardsState, restore_state, state_snapshot
 from .rules import RULES, Rule, explicit_targets, markers, rules_for
 from .targets import (
     ENV_BACKEND,
@@ -80,6 +81,7 @@ def unreviewed_targets(registry: object = None) -> tuple:
 __all__ = [
     "BuilderTargets", "apply_builder_targets", "builder_targets", "builder_targets_enabled",
     "builder_targets_installed", "enable_builder_targets", "plan_builder_targets", "upstream_sets_builder_targets",
+    "GuardsState", "restore_state", "state_snapshot",
     "CapabilityDecision", "ENV_BACKEND", "ENV_TARGETS", "RTX_SUPPORTED", "RULES", "Rule", "TURING",
     "UnsupportedTargetWarning", "VALIDATORS", "answer_device_queries", "attention_capability_validator",
     "bf16_capability_validator", "capability_decision", "cdist_forward_capability_validator",

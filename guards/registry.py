@@ -206,15 +206,3 @@ def neutralized() -> Tuple[str, ...]:
 def fired() -> Dict[Tuple[str, str], int]:
     """(rule name, target) -> how many nodes that guard kept off TensorRT."""
     return dict(_fired)
-
-
-def state_snapshot() -> Tuple[Any, ...]:
-    """The guards' own process state (the registry is held separately), for test isolation."""
-    return (dict(_neutralized),)
-
-
-def restore_state(snapshot: Tuple[Any, ...]) -> None:
-    _neutralized.clear()
-    _neutralized.update(snapshot[0])
-
-

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 _STATE = pytest.StashKey["TrtcapState"]()
 _HELD = pytest.StashKey[bool]()
 _LEAK_PROPERTY = "trtcap_leak"
+_FIXTURE_LEAK_PROPERTY = "trtcap_fixture_leak"
 _SKIP_PROPERTY = "trtcap_skip"
 
 
@@ -54,9 +55,9 @@ class TrtcapState:
 
     def get_isolation(self) -> isolation.Isolation:
         if self.isolation is None:
-            from . import isolation
+            from . import held_state, isolation
 
-            specs = isolation.builtin_specs()
+            specs = held_state.builtin_specs()
             for label, snapshot, restore in self.user_state_entries():
                 specs.append(isolation.user_spec(label, snapshot, restore))
             self.isolation = isolation.Isolation(specs)
@@ -147,6 +148,7 @@ def _arm_import_hook(config: pytest.Config, answer: bool, capability: Any) -> No
         state = config.stash.get(_STATE, None)
         if state is not None:  # imported by a conftest before configure: configure installs the guards
             state.torch_tensorrt_imported()
+            state.get_isolation().adopt_new()  # the baseline starts here, even inside a test body
 
     guards.install_import_hook(answer=answer, after=[after_import], capability=capability)
 
@@ -305,6 +307,26 @@ def _isolated(item: pytest.Item) -> bool:
     return item.get_closest_marker(markers.NO_ISOLATION) is None
 
 
+#: pytest's fixtures for unittest and xunit set-up methods, named after the methods a user wrote.
+_SETUP_FIXTURES = (
+    ("_unittest_setUpClass_fixture_", "{}.setUpClass/tearDownClass"),
+    ("_unittest_setup_method_fixture_", "{}.setup_method/teardown_method"),
+    ("_xunit_setup_module_fixture_", "{} setup_module/teardown_module"),
+    ("_xunit_setup_class_fixture_", "{}.setup_class/teardown_class"),
+    ("_xunit_setup_function_fixture_", "{} setup_function/teardown_function"),
+    ("_xunit_setup_method_fixture_", "{}.setup_method/teardown_method"),
+)
+
+
+def _fixture_subject(fixturedef: Any, nodeid: str, setup_for: str) -> str:
+    """``test_b (fixture 'f', module scope, set up for test_a)``; set-up methods by their own names."""
+    name = fixturedef.argname
+    what = next((form.format(name[len(prefix):]) for prefix, form in _SETUP_FIXTURES if name.startswith(prefix)),
+                f"fixture {name!r}")
+    since = "" if setup_for in ("", nodeid) else f", set up for {setup_for}"
+    return f"{nodeid} ({what}, {fixturedef.scope} scope{since})"
+
+
 class SessionPlugin:
     """Per-config hooks; registered in ``pytest_configure`` so nested (pytester) sessions keep their own state."""
 
@@ -313,11 +335,18 @@ class SessionPlugin:
         self.leaks: Dict[str, str] = {}  # filled from reports, so they are right under xdist too
         self.skips: Dict[str, str] = {}
         self.held: Optional[pytest.Item] = None  # the test between hold and release
+        self.current: Optional[pytest.Item] = None  # the test being set up, run or torn down
+        self.fixture_leaks: List[Any] = []  # (subject, changes) found in fixture teardowns, reported in teardown
         self.fired_before = guards.fired()  # guards fired in this process before the session
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        """Capability markers skip before any fixture is set up."""
+        """Hold before any fixture is set up (fixtures get their own frames); then capability markers skip."""
+        self.current = item
+        self.state.get_isolation().hold()
+        if _isolated(item):
+            item.stash[_HELD] = True
+            self.held = item
         for name in markers.capability_markers():
             if item.get_closest_marker(name) is not None:
                 reason = markers.skip_reason(name, guards.capability_decision())
@@ -326,13 +355,25 @@ class SessionPlugin:
                     raise pytest.skip.Exception(reason, _use_item_location=True)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
-        """Hold once every fixture is set up, so fixture-scoped changes are never taken for leaks."""
-        if _isolated(item):
-            self.state.get_isolation().hold()
-            item.stash[_HELD] = True
-            self.held = item
-        return (yield)
+    def pytest_fixture_setup(self, fixturedef: Any, request: pytest.FixtureRequest) -> Generator[None, Any, Any]:
+        """A fixture's changes are its own while it lives: frame them (not for an opted-out test's own fixtures)."""
+        item = self.current
+        if item is None or (fixturedef.scope == "function" and not _isolated(item)):
+            return (yield)
+        isolation = self.state.get_isolation()
+        isolation.fixture_started(fixturedef, item.nodeid)
+        try:
+            return (yield)
+        finally:
+            isolation.fixture_set_up(fixturedef)
+
+    def pytest_fixture_post_finalizer(self, fixturedef: Any, request: pytest.FixtureRequest) -> None:
+        """Its teardown has run: what the fixture left changed is its leak, restored now, reported in teardown."""
+        isolation = self.state.isolation
+        end = isolation.fixture_finished(fixturedef) if isolation is not None else None
+        if end is not None and end.changes and self.current is not None:
+            self.fixture_leaks.append((_fixture_subject(fixturedef, self.current.nodeid, end.setup_for),
+                                       end.changes))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: Optional[pytest.Item]) -> Generator[None, Any, Any]:
@@ -344,33 +385,43 @@ class SessionPlugin:
             changes = self.state.get_isolation().release()
         if changes:
             item.user_properties.append((_LEAK_PROPERTY, "; ".join(changes)))
+        leaks = [(item.nodeid, changes)] if changes else []
         try:
             result = yield
         except BaseException:
-            if changes:
-                self._report_leak(item, changes)  # the teardown's own error is the one to show
+            self._flush_fixture_leaks(item, leaks)
+            for subject, what in leaks:
+                self._report_leak(item, subject, what)  # the teardown's own error is the one to show
             raise
-        error = self._report_leak(item, changes) if changes else None
+        self._flush_fixture_leaks(item, leaks)
+        errors = [self._report_leak(item, subject, what) for subject, what in leaks]
+        error = next((e for e in errors if e is not None), None)
         if error is not None:
             raise error
         return result
 
-    def _report_leak(self, item: pytest.Item, changes: List[str]) -> Optional[TrtcapLeakError]:
+    def _flush_fixture_leaks(self, item: pytest.Item, leaks: List[Any]) -> None:
+        for subject, what in self.fixture_leaks:
+            item.user_properties.append((_FIXTURE_LEAK_PROPERTY, f"{subject} -> {'; '.join(what)}"))
+            leaks.append((subject, what))
+        self.fixture_leaks.clear()
+
+    def _report_leak(self, item: pytest.Item, subject: str, changes: List[str]) -> Optional[TrtcapLeakError]:
         """Warn about a leak; the error to raise under ``--trtcap-strict`` or a filter that makes warnings errors."""
         what = "; ".join(changes)
         path, lineno, _ = item.location
         try:
             warnings.warn_explicit(
-                TrtcapLeakWarning(f"{item.nodeid} leaked global state: {what}"),
+                TrtcapLeakWarning(f"{subject} leaked global state: {what}"),
                 TrtcapLeakWarning, filename=str(item.config.rootpath / path), lineno=(lineno or 0) + 1,
             )
         except Warning as exc:  # -W error / filterwarnings = error: an error of this test, not of pytest
             return TrtcapLeakError(
-                f"trtcap: {item.nodeid} leaked global state ({type(exc).__name__} is an error under the "
+                f"trtcap: {subject} leaked global state ({type(exc).__name__} is an error under the "
                 f"warnings filter): {what}"
             )
         if self.state.settings.strict.value:
-            return TrtcapLeakError(f"trtcap: {item.nodeid} leaked global state (--trtcap-strict): {what}")
+            return TrtcapLeakError(f"trtcap: {subject} leaked global state (--trtcap-strict): {what}")
         return None
 
     @pytest.hookimpl(tryfirst=True)
@@ -388,6 +439,9 @@ class SessionPlugin:
         for key, value in report.user_properties:
             if key == _LEAK_PROPERTY and report.when == "teardown":
                 self.leaks.setdefault(report.nodeid, value)
+            elif key == _FIXTURE_LEAK_PROPERTY and report.when == "teardown":
+                subject, _, what = str(value).partition(" -> ")
+                self.leaks.setdefault(subject, what)
             elif key == _SKIP_PROPERTY and report.when == "setup" and report.skipped:
                 self.skips[report.nodeid] = value
 

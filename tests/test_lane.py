@@ -184,6 +184,21 @@ def test_at_89_only_the_registry_leak_is_reported(lane_89: LaneRun) -> None:
     assert not any(line.startswith("guards fired:") for line in lane_89.section("trtcap"))
 
 
+def test_the_readme_says_exactly_what_leaks_in_the_lane(lane_89: LaneRun, lane_75: LaneRun) -> None:
+    """The lane commands' comments count the leaks each run reports, and the text names each one."""
+    readme = (LANE.parent.parent / "README.md").read_text(encoding="utf-8")
+    flat = " ".join(readme.split())
+    for run, target in ((lane_89, "8.9"), (lane_75, "7.5")):
+        command = next(line for line in readme.splitlines()
+                       if line.startswith(f"pytest tests/lane_suite --trt-target-sm {target} "))
+        counted = re.search(r"(\d+) leaks? named and restored", command)
+        leaks = _leaks(run)
+        assert counted and int(counted.group(1)) == len(leaks), (command, leaks)
+        for nodeid, what in leaks.items():
+            assert f"`{what}`" in flat, what
+            assert nodeid.split(".py::")[0][:8] in flat, nodeid  # the lane file, e.g. lane_003
+
+
 # --- 7.5: failures exactly where the predicate says, the leak contained and named ------------------------
 
 

@@ -1,210 +1,238 @@
-"""Isolation of Torch-TensorRT's global state around every test, as a suite sees it.
+"""Isolation of Torch-TensorRT's global state around every test and fixture, as a suite sees it.
 
-Each scenario runs in a fresh process (``runpytest_subprocess``): the GPU-less import hook must arm before
-``torch_tensorrt`` is first imported, and the registries under test are that process's own. Importing
-torch_tensorrt costs seconds, so each run checks many things at once.
+``tests/isolation_suite`` holds one scenario per leak kind (every held registry, the guards' own state, fixtures of
+every scope, unittest class fixtures, a clean-up after an opted-out test); it runs once, in a subprocess on a host
+with no visible CUDA device (the GPU-less import hook must arm before torch_tensorrt is first imported), and each
+test below checks one behaviour of that run. Importing torch_tensorrt costs seconds, hence the shared run.
 """
 
 from __future__ import annotations
 
-import pytest
-
-
-
-
-# --- one session with every kind of change ------------------------------------------------------------
-
-USER_STATE = '''
-"""State of the suite's own, held through the pytest_trtcap_isolated_state hook."""
-CACHE = []
-'''
-
-ISOLATION_CONFTEST = '''
-import user_state
-
-
-def pytest_trtcap_isolated_state(config):
-    def snapshot():
-        return list(user_state.CACHE)
-
-    def restore(saved):
-        user_state.CACHE[:] = saved
-
-    return [("user cache", snapshot, restore)]
-'''
-
-# torch_tensorrt is imported at collection by the test module itself: the plugin's import hook answers the
-# device queries (no GPU here) and installs the guards.
-ISOLATION_SUITE = '''
-import unittest
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List
 
 import pytest
-import torch
-import torch_tensorrt.dynamo.partitioning._atomic_subgraphs as atomic_module
-from torch_tensorrt.dynamo._settings import CompilationSettings
-from torch_tensorrt.dynamo.conversion._ConverterRegistry import (
-    DYNAMO_ATEN_CONVERTERS,
-    DYNAMO_CONVERTERS,
-    dynamo_tensorrt_converter,
-)
-from torch_tensorrt.dynamo.partitioning._atomic_subgraphs import ATOMIC_SUBGRAPHS, register_atomic_subgraph
 
-import trtcap_guards as guards
-import user_state
-
-aten = torch.ops.aten
-BASE_ATOMIC = list(ATOMIC_SUBGRAPHS)
-BASE_TARGETS = set(DYNAMO_ATEN_CONVERTERS)
-MM, BMM = DYNAMO_ATEN_CONVERTERS[aten.mm.default], DYNAMO_ATEN_CONVERTERS[aten.bmm.default]
-BASE_MM, BASE_BMM = list(MM), list(BMM)
-assert aten.erfinv.default not in DYNAMO_ATEN_CONVERTERS
+SUITE = Path(__file__).with_name("isolation_suite")
 
 
-class ReLUConv(torch.nn.Module):
-    def forward(self, x):
-        return aten.relu.default(x)
+@dataclass
+class SuiteRun:
+    returncode: int
+    output: str
+
+    @property
+    def lines(self) -> List[str]:
+        return self.output.splitlines()
+
+    def outcome(self, test: str) -> str:
+        """PASSED / FAILED / SKIPPED / ERROR of ``test`` (a node id's tail) from ``-rA``'s short summary."""
+        found = [line.split()[0] for line in self.lines
+                 if re.match(r"^(PASSED|FAILED|SKIPPED|ERROR|XFAIL) ", line) and test in line]
+        assert found, f"{test} did not run\n{self.output[-4000:]}"
+        return "ERROR" if "ERROR" in found else found[0]
+
+    def leaks(self) -> Dict[str, str]:
+        """Who leaked -> what, from the ``trtcap`` summary section."""
+        start = next(i for i, line in enumerate(self.lines) if re.match(r"^-+ trtcap -+$", line))
+        out = {}
+        for line in self.lines[start + 1:]:
+            if not line.startswith("  "):
+                if re.match(r"^(=|-){3,} ", line):
+                    break
+                continue
+            who, _, what = line.strip().partition(" -> ")
+            out[who] = what
+        return out
 
 
-class ReLUConvFail(ReLUConv):
+def run_suite(tmp: Path, *args: str) -> SuiteRun:
+    """``python -m pytest`` over a copy of the suite in ``tmp``, in a clean environment with no CUDA device."""
+    work = tmp / "suite"
+    shutil.copytree(SUITE, work)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRTCAP_", "PYTEST_"))}
+    env.update(CUDA_VISIBLE_DEVICES="", COLUMNS="240", PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-rA",
+                           *args], cwd=str(work), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=600)
+    return SuiteRun(proc.returncode, proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
+    return run_suite(tmp_path_factory.mktemp("isolation"), "--trt-target-sm", "7.5")
+
+
+A = "iso_a_registries.py::"
+C = "iso_c_fixtures.py::"
+
+# --- every held registry: named, restored ------------------------------------------------------------------
+
+REGISTRY_LEAKS = {
+    A + "test_leaks_an_atomic_subgraph": "added ATOMIC_SUBGRAPHS entry (ReLUConv, (), True)",
+    A + "test_leaks_a_converter": "aten.erfinv.default: target added (1 converter); aten.mm.default: 1 converter added",
+    A + "test_fails_after_leaking": "added ATOMIC_SUBGRAPHS entry (ReLUConvFail, (aten.relu.default,), True)",
+    A + "test_raises_after_leaking": "aten.bmm.default: 1 converter added",
+    A + "test_adds_a_disallowed_target": "disallowed_targets: aten.sigmoid.default added",
+    A + "test_rebinds_a_registry_element": "DYNAMO_CONVERTERS.registries: registry added at index 0; "
+                                           "DYNAMO_CONVERTERS.registries: registry removed from index 0",
+    A + "test_appends_a_registry_dict": "DYNAMO_CONVERTERS.registries: registry added at index 1",
+    A + "test_leaks_user_state": "user cache changed",
+    A + "test_registers_a_lowering_pass": "added lowering pass my_pass at index 12",
+    A + "test_adds_a_pre_lowering_pass": "added pre-lowering pass my_pre_pass at index 0",
+    A + "test_registers_a_decomposition": "aten.relu.default: decomposition added",
+    A + "test_registers_a_constant_fold_exclusion_rule": "my_rule: constant-fold exclusion rule added",
+    A + "TestUnittestIsolation::test_leaks": "added ATOMIC_SUBGRAPHS entry (ReLUConv, (), True)",
+}
+
+
+@pytest.mark.parametrize("test", sorted(REGISTRY_LEAKS))
+def test_each_registry_leak_is_named_in_the_summary(suite: SuiteRun, test: str) -> None:
+    assert suite.leaks().get(test) == REGISTRY_LEAKS[test], suite.output[-6000:]
+
+
+@pytest.mark.parametrize("test", [A + "test_registers_a_lowering_pass", A + "test_registers_a_decomposition",
+                                  A + "test_adds_a_disallowed_target"])
+def test_each_leak_warns_on_the_test_that_made_it(suite: SuiteRun, test: str) -> None:
+    assert f"TrtcapLeakWarning: {test} leaked global state: {REGISTRY_LEAKS[test]}" in suite.output
+
+
+def test_a_disabled_torch_decomposition_is_named(suite: SuiteRun) -> None:
+    what = suite.leaks()[A + "test_disables_a_torch_decomposition"]
+    assert re.fullmatch(r"aten\.\S+: enabled torch decomposition removed", what), what
+
+
+def test_after_all_those_leaks_the_state_is_as_before(suite: SuiteRun) -> None:
+    assert suite.outcome(A + "test_everything_is_as_before") == "PASSED"
+
+
+def test_failing_and_raising_leakers_fail_for_their_own_reason_only(suite: SuiteRun) -> None:
+    assert suite.outcome(A + "test_fails_after_leaking") == "FAILED"
+    assert suite.outcome(A + "test_raises_after_leaking") == "FAILED"
+    assert f"FAILED {A}test_fails_after_leaking - AssertionError: failed before removing" in suite.output
+
+
+def test_a_compile_changing_the_settings_is_restored_silently(suite: SuiteRun) -> None:
+    assert not [who for who in suite.leaks() if "compilation_settings" in who]
+    assert suite.outcome(A + "test_changes_compilation_settings") == "PASSED"
+
+
+def test_a_fixture_that_cleans_up_after_itself_is_not_a_leak(suite: SuiteRun) -> None:
+    assert not [who for who in suite.leaks() if "scoped_atomic_subgraph" in who or "test_fixture_scoped" in who]
+    assert suite.outcome(A + "test_fixture_scoped_change_is_not_a_leak") == "PASSED"
+
+
+# --- the guards' own state ------------------------------------------------------------------------------------
+
+
+def test_a_leaked_target_declaration_is_named_and_the_next_marker_still_skips(suite: SuiteRun) -> None:
+    assert suite.leaks()["iso_b_guards.py::test_declares_89_and_leaves_it"] == (
+        "guards: declared targets 8.9 (from a leaky test), were 7.5 (from --trt-target-sm)")
+    assert "SKIPPED [1] iso_b_guards.py:16: trtcap: TensorRT-RTX cannot serve FP32 GEMM on SM 7.5 (targets 7.5 from " \
+        "--trt-target-sm)" in suite.lines
+
+
+def test_a_leaked_neutralization_is_named_and_undone(suite: SuiteRun) -> None:
+    assert suite.leaks()["iso_b_guards.py::test_neutralizes_and_leaves_it"] == (
+        "guards: left neutralized aten.mm.default")
+    assert suite.outcome("iso_b_guards.py::test_guards_state_is_as_before") == "PASSED"
+
+
+# --- fixtures of every scope ------------------------------------------------------------------------------------
+
+FIXTURE_LEAKS = {
+    f"{C}test_uses_a_function_fixture_that_leaks (fixture 'setup_leaker', function scope)":
+        "added ATOMIC_SUBGRAPHS entry (FunctionSetupLeak, (), True)",
+    f"{C}test_uses_a_finalizer_that_leaks (fixture 'finalizer_leaker', function scope)":
+        "added ATOMIC_SUBGRAPHS entry (FinalizerLeak, (), True)",
+    f"{C}test_uses_a_fixture_that_fails_after_leaking (fixture 'broken_leaker', function scope)":
+        "added ATOMIC_SUBGRAPHS entry (BrokenSetupLeak, (), True)",
+    "iso_c2_xunit.py::test_sees_the_module_state (iso_c2_xunit setup_module/teardown_module, module scope)":
+        "added ATOMIC_SUBGRAPHS entry (XunitModuleLeak, (), True)",
+    f"{C}TestTearDownClassLeaks::test_runs (fixture 'module_leaker', module scope, "
+    f"set up for {C}test_first_test_of_the_module_fixture)": "added ATOMIC_SUBGRAPHS entry (ModuleSetupLeak, (), True)",
+    f"{C}TestSetUpClassLeaks::test_sees_its_class_state (TestSetUpClassLeaks.setUpClass/tearDownClass, class scope)":
+        "added ATOMIC_SUBGRAPHS entry (SetUpClassLeak, (), True)",
+    f"{C}TestTearDownClassLeaks::test_runs (TestTearDownClassLeaks.setUpClass/tearDownClass, class scope)":
+        "added ATOMIC_SUBGRAPHS entry (TearDownClassLeak, (), True)",
+}
+
+
+@pytest.mark.parametrize("who", sorted(FIXTURE_LEAKS))
+def test_a_fixture_leak_is_named_with_the_test_and_the_fixture(suite: SuiteRun, who: str) -> None:
+    assert suite.leaks().get(who) == FIXTURE_LEAKS[who], "\n".join(suite.leaks())
+
+
+def test_a_session_fixture_leak_is_named_when_the_session_ends(suite: SuiteRun) -> None:
+    named = {who: what for who, what in suite.leaks().items() if "'session_leaker', session scope" in who}
+    assert list(named.values()) == ["aten.erfinv.default: target added (1 converter)"], suite.leaks()
+    assert list(named)[0] == ("iso_e_no_isolation.py::test_the_clean_up_was_kept (fixture 'session_leaker', "
+                              f"session scope, set up for {C}test_uses_the_session_fixture)")
+
+
+def test_fixture_leaks_are_restored_when_their_scope_ends_and_never_under_a_live_fixture(suite: SuiteRun) -> None:
+    assert suite.outcome(C + "test_uses_a_fixture_that_fails_after_leaking") == "ERROR"
+    for test in ("test_uses_a_function_fixture_that_leaks", "test_uses_a_finalizer_that_leaks",
+                 "test_first_test_of_the_module_fixture", "test_module_fixture_still_alive_is_not_restored_away",
+                 "test_uses_the_session_fixture", "TestSetUpClassLeaks::test_sees_its_class_state",
+                 "TestTearDownClassLeaks::test_runs"):
+        assert suite.outcome(C + test) == "PASSED"
+    assert suite.outcome("iso_d_after_fixtures.py::test_only_the_live_session_fixture_remains") == "PASSED"
+
+
+# --- issue 15: cleaning up after an opted-out test -----------------------------------------------------------
+
+
+def test_cleaning_up_after_an_opted_out_test_is_not_a_leak_and_is_kept(suite: SuiteRun) -> None:
+    assert not [who for who in suite.leaks() if who.startswith("iso_e_no_isolation.py::test_")
+                and "session_leaker" not in who]
+    assert suite.outcome("iso_e_no_isolation.py::test_the_clean_up_was_kept") == "PASSED"
+
+
+def test_the_summary_counts_every_leak_once(suite: SuiteRun) -> None:
+    expected = len(REGISTRY_LEAKS) + 1 + 2 + len(FIXTURE_LEAKS) + 1  # + decomposition disabled, guards, session
+    assert f"leaks: {expected} test(s) left global state changed (restored)" in suite.output
+    assert len(suite.leaks()) == expected
+
+
+# --- a first import inside a test body ---------------------------------------------------------------------------
+
+IMPORT_IN_BODY = """
+import sys
+
+
+class BodyPattern:
     pass
 
 
-class OptedOut(ReLUConv):
-    pass
+def test_imports_torch_tensorrt_and_leaks():
+    assert "torch_tensorrt" not in sys.modules
+    from torch_tensorrt.dynamo.partitioning._atomic_subgraphs import register_atomic_subgraph
+
+    register_atomic_subgraph(init_args=(), is_core_aten=True)(BodyPattern)
 
 
-def fake_converter(ctx, target, args, kwargs, name):
-    raise NotImplementedError
+def test_sees_no_leaked_pattern():
+    from torch_tensorrt.dynamo.partitioning._atomic_subgraphs import ATOMIC_SUBGRAPHS
+
+    assert not [e for e in ATOMIC_SUBGRAPHS if e[0] is BodyPattern]
+"""
 
 
-def assert_original_state():
-    assert atomic_module.ATOMIC_SUBGRAPHS is ATOMIC_SUBGRAPHS  # restored in place, not rebound
-    assert ATOMIC_SUBGRAPHS == BASE_ATOMIC
-    assert set(DYNAMO_ATEN_CONVERTERS) == BASE_TARGETS
-    assert DYNAMO_ATEN_CONVERTERS[aten.mm.default] is MM and MM == BASE_MM
-    assert DYNAMO_ATEN_CONVERTERS[aten.bmm.default] is BMM and BMM == BASE_BMM
-    assert any(r is DYNAMO_ATEN_CONVERTERS for r in DYNAMO_CONVERTERS.registries)
-
-
-def test_01_leaks_an_atomic_subgraph():
-    register_atomic_subgraph(init_args=(), is_core_aten=True)(ReLUConv)
-    assert ATOMIC_SUBGRAPHS[-1] == (ReLUConv, (), True)
-
-
-def test_02_sees_the_original_atomic_subgraphs():
-    assert_original_state()
-
-
-def test_03_leaks_a_converter():
-    dynamo_tensorrt_converter(aten.mm.default)(fake_converter)
-    dynamo_tensorrt_converter(aten.erfinv.default)(fake_converter)
-    assert len(MM) == len(BASE_MM) + 1
-
-
-def test_04_sees_the_original_registry():
-    assert_original_state()
-
-
-def test_05_fails_after_leaking():
-    register_atomic_subgraph(init_args=(aten.relu.default,), is_core_aten=True)(ReLUConvFail)
-    assert False, "failed before removing its atomic subgraph"
-
-
-def test_06_raises_after_leaking():
-    dynamo_tensorrt_converter(aten.bmm.default)(fake_converter)
-    raise RuntimeError("raised before removing its converter")
-
-
-def test_07_sees_the_original_state_after_a_failure_and_an_error():
-    assert_original_state()
-
-
-def test_08_changes_compilation_settings():
-    DYNAMO_CONVERTERS.set_compilation_settings(CompilationSettings(torch_executed_ops={aten.relu.default}))
-    assert aten.relu.default in DYNAMO_CONVERTERS.disallowed_targets
-
-
-def test_09_compilation_settings_restored_silently():
-    assert not DYNAMO_CONVERTERS.disallowed_targets or aten.relu.default not in DYNAMO_CONVERTERS.disallowed_targets
-
-
-def test_10_leaks_user_state():
-    user_state.CACHE.append("compiled engine")
-
-
-def test_11_sees_the_original_user_state():
-    assert user_state.CACHE == []
-
-
-@pytest.mark.trtcap_no_isolation
-def test_12_opted_out_leaks_without_restore():
-    register_atomic_subgraph(init_args=(), is_core_aten=True)(OptedOut)
-
-
-@pytest.mark.trtcap_no_isolation
-def test_13_opted_out_change_was_kept():
-    assert ATOMIC_SUBGRAPHS[-1] == (OptedOut, (), True)
-    ATOMIC_SUBGRAPHS.remove((OptedOut, (), True))  # opted out too, so this removal is not a leak either
-
-
-@pytest.fixture
-def scoped_atomic_subgraph():
-    register_atomic_subgraph(init_args=(), is_core_aten=True)(ReLUConv)
-    yield
-    ATOMIC_SUBGRAPHS.remove((ReLUConv, (), True))
-
-
-def test_14_fixture_scoped_change_is_not_a_leak(scoped_atomic_subgraph):
-    assert ATOMIC_SUBGRAPHS[-1] == (ReLUConv, (), True)
-
-
-def test_15_guards_are_in_place_and_untouched():
-    assert guards.is_installed()
-    assert_original_state()
-
-
-class TestUnittestIsolation(unittest.TestCase):
-    def test_a_leaks(self):
-        register_atomic_subgraph(init_args=(), is_core_aten=True)(ReLUConv)
-
-    def test_b_sees_the_original_state(self):
-        assert_original_state()
-'''
-
-
-def test_isolation_restores_reports_and_names_each_leak(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(user_state=USER_STATE, test_isolation=ISOLATION_SUITE)
-    pytester.makeconftest(ISOLATION_CONFTEST)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rf")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.assert_outcomes(passed=15, failed=2, warnings=6)
+def test_a_leak_right_after_the_first_import_in_a_test_body_is_named_and_restored(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_body_import=IMPORT_IN_BODY)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
-        "FAILED test_isolation.py::test_05_fails_after_leaking - AssertionError: failed before removing*",
-        "FAILED test_isolation.py::test_06_raises_after_leaking - RuntimeError: raised before removing*",
+        "leaks: 1 test(s) left global state changed (restored)",
+        "  test_body_import.py::test_imports_torch_tensorrt_and_leaks -> added ATOMIC_SUBGRAPHS entry (BodyPattern, (), True)",
     ])
-    # one warning per leaking test, pointing at the test and saying what changed
-    leaks = {
-        "test_01_leaks_an_atomic_subgraph": "added ATOMIC_SUBGRAPHS entry (ReLUConv, (), True)",
-        "test_03_leaks_a_converter": "aten.erfinv.default: target added (1 converter); aten.mm.default: 1 converter added",
-        "test_05_fails_after_leaking": "added ATOMIC_SUBGRAPHS entry (ReLUConvFail, (aten.relu.default,), True)",
-        "test_06_raises_after_leaking": "aten.bmm.default: 1 converter added",
-        "test_10_leaks_user_state": "user cache changed",
-        "TestUnittestIsolation::test_a_leaks": "added ATOMIC_SUBGRAPHS entry (ReLUConv, (), True)",
-    }
-    result.stdout.fnmatch_lines_random([
-        f"*test_isolation.py:*: TrtcapLeakWarning: test_isolation.py::{test} leaked global state: {what}"
-        for test, what in leaks.items()
-    ])
-    result.stdout.fnmatch_lines(
-        ["*- trtcap -*", "leaks: 6 test(s) left global state changed (restored)"]
-        + [f"  test_isolation.py::{test} -> {what}" for test, what in leaks.items()]
-        + ["gpu-less import: applied (device queries answered with 8.9)"]
-    )
-    # settings changes are restored silently; opted-out and fixture-scoped changes are not leaks
-    reported = [line for line in result.stdout.lines if "leaked global state" in line or " -> " in line]
-    assert len(reported) == 2 * len(leaks)
-    for quiet in ("test_08", "test_12", "test_13", "test_14", "OptedOut", "settings"):
-        assert not [line for line in reported if quiet in line]
 
 
 # --- the cascade: a failure before clean-up breaks the next test -------------------------------------------
@@ -324,3 +352,53 @@ def test_cascade_under_strict_the_leaking_tests_error_in_teardown(cascade: pytes
     # the innocent test still passes: strict reports the leak and restores all the same
     assert "test_2_stock_atomic_subgraphs_leave_relu_add_unfused FAILED" not in result.stdout.str()
     assert "FAILED test_resource_partitioning.py::TestResourcePartitioning::test_2" not in result.stdout.str()
+
+
+# --- a fixture's leak under --trtcap-strict, -W error and xdist --------------------------------------------------
+
+FIXTURE_LEAK = """
+import pytest
+import torch
+from torch_tensorrt.dynamo.partitioning._atomic_subgraphs import ATOMIC_SUBGRAPHS, register_atomic_subgraph
+
+
+class FixturePattern(torch.nn.Module):
+    pass
+
+
+@pytest.fixture
+def leaky():
+    yield
+    register_atomic_subgraph(init_args=(), is_core_aten=True)(FixturePattern)
+
+
+def test_uses_leaky(leaky):
+    pass
+
+
+def test_after():
+    assert not [e for e in ATOMIC_SUBGRAPHS if e[0] is FixturePattern]
+"""
+FIXTURE_SUBJECT = "test_fixture_leak.py::test_uses_leaky (fixture 'leaky', function scope)"
+FIXTURE_WHAT = "added ATOMIC_SUBGRAPHS entry (FixturePattern, (), True)"
+
+
+@pytest.mark.parametrize("flags", [["--trtcap-strict"], ["-W", "error::pytest_trtcap.TrtcapLeakWarning"]],
+                         ids=["strict", "warnings-as-errors"])
+def test_a_fixture_leak_errors_the_test_in_teardown_under_strict_or_warnings_as_errors(
+        pytester: pytest.Pytester, flags: List[str]) -> None:
+    pytester.makepyfile(test_fixture_leak=FIXTURE_LEAK)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rE", *flags)
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines([f"E*TrtcapLeakError: trtcap: {FIXTURE_SUBJECT} leaked global state (*): {FIXTURE_WHAT}",
+                                 "ERROR test_fixture_leak.py::test_uses_leaky - *TrtcapLeakError*"])
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
+def test_a_fixture_leak_reaches_the_controllers_summary_under_xdist(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_fixture_leak=FIXTURE_LEAK)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["leaks: 1 test(s) left global state changed (restored)",
+                                 f"  {FIXTURE_SUBJECT} -> {FIXTURE_WHAT}"])

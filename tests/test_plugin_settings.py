@@ -13,7 +13,6 @@ from typing import Iterator
 import pytest
 
 import trtcap_guards as guards
-from trtcap_guards import targets as guard_targets
 from pytest_trtcap import settings as trtcap_settings
 
 USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
@@ -35,14 +34,14 @@ def _import_hooks() -> list:
 @pytest.fixture(autouse=True)
 def process_state_unchanged() -> Iterator[None]:
     """Inline runs share this process: the plugin must undo its declarations at unconfigure."""
-    declared = guard_targets._declared
-    before = (declared.targets, declared.targets_origin, declared.backend, declared.backend_origin)
-    neutral = guards.neutralized()
+    before = guards.state_snapshot(fired=False)
     hooks = _import_hooks()
     yield
-    after = (declared.targets, declared.targets_origin, declared.backend, declared.backend_origin)
-    assert after == before, "an inline run left a process-wide declaration behind"
-    assert guards.neutralized() == neutral, "an inline run left guards neutralized"
+    after = guards.state_snapshot(fired=False)
+    assert (after.targets, after.targets_origin, after.backend, after.backend_origin) == (
+        before.targets, before.targets_origin, before.backend, before.backend_origin
+    ), "an inline run left a process-wide declaration behind"
+    assert after.neutralized == before.neutralized, "an inline run left guards neutralized"
     assert _import_hooks() == hooks, "an inline run left its torch_tensorrt import hook in sys.meta_path"
 
 
@@ -121,10 +120,9 @@ def test_in_process_runs_undo_declarations_and_disarm_the_import_hook(pytester: 
         import sys
         import pytest
         import trtcap_guards as guards
-        from trtcap_guards import targets
 
         def leftovers():
-            d = targets._declared
+            d = guards.state_snapshot()
             hooks = [type(f).__name__ for f in sys.meta_path if type(f).__name__ == "_ImportHook"]
             return (d.targets, d.backend, guards.neutralized(), hooks)
 

@@ -1,0 +1,81 @@
+"""The guard library's own process-wide state, as one value: take it, compare it, put it back.
+
+Declarations (targets, backend), the builder-targets switch, neutralizations and fired counts live in module
+globals of ``targets``, ``builder`` and ``registry``. A test that declares ``8.9`` and never undoes it changes
+what every later test's markers decide. This is the one public way to hold that state (the pytest plugin's
+isolation and this project's tests both use it), so nobody reaches for the private names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, List, Optional, Tuple
+
+from . import builder, registry, targets
+
+
+@dataclass(frozen=True)
+class GuardsState:
+    """An immutable copy of the guards' process state; equal snapshots mean nothing changed."""
+
+    targets: Optional[Tuple[Tuple[int, int], ...]]
+    targets_origin: str
+    backend: Optional[str]
+    backend_origin: str
+    builder_switch: Any  # builder.BuilderSwitch
+    neutralized: Tuple[Tuple[str, int], ...]
+    fired: Optional[Tuple[Tuple[Tuple[str, str], int], ...]]  # None: not taken, and not restored
+
+
+def state_snapshot(*, fired: bool = True) -> GuardsState:
+    """The guards' state now. ``fired=False`` leaves the fired counts out (they grow by design as guards work)."""
+    d = targets._declared
+    return GuardsState(  # an origin means nothing without a value: a cleared declaration equals any other
+        d.targets, d.targets_origin if d.targets is not None else "",
+        d.backend, d.backend_origin if d.backend is not None else "", builder._switch,
+        tuple(sorted(registry._neutralized.items())),
+        tuple(sorted(registry._fired.items())) if fired else None,
+    )
+
+
+def restore_state(snapshot: GuardsState) -> None:
+    """Put the state of ``snapshot`` back in place (fired counts only if the snapshot holds them)."""
+    d = targets._declared
+    d.targets, d.targets_origin = snapshot.targets, snapshot.targets_origin or d.targets_origin
+    d.backend, d.backend_origin = snapshot.backend, snapshot.backend_origin or d.backend_origin
+    d.version += 1  # capability_decision caches on it
+    builder._switch = snapshot.builder_switch
+    registry._neutralized.clear()
+    registry._neutralized.update(dict(snapshot.neutralized))
+    if snapshot.fired is not None:
+        registry._fired.clear()
+        registry._fired.update(dict(snapshot.fired))
+
+
+def _declared_text(value: Any, origin: str) -> str:
+    if value is None:
+        return "none"
+    shown = value if isinstance(value, str) else targets.format_targets(value)
+    return f"{shown} (from {origin})"
+
+
+def describe_changes(before: GuardsState, after: GuardsState) -> List[str]:
+    """What differs between two snapshots, one phrase per change, for leak reports."""
+    out: List[str] = []
+    if (before.targets, before.targets_origin) != (after.targets, after.targets_origin):
+        out.append(f"guards: declared targets {_declared_text(after.targets, after.targets_origin)}, "
+                   f"were {_declared_text(before.targets, before.targets_origin)}")
+    if (before.backend, before.backend_origin) != (after.backend, after.backend_origin):
+        out.append(f"guards: declared backend {_declared_text(after.backend, after.backend_origin)}, "
+                   f"was {_declared_text(before.backend, before.backend_origin)}")
+    if before.builder_switch != after.builder_switch:
+        out.append(f"guards: builder targets switched {'on' if after.builder_switch.on else 'off'} "
+                   f"(from {after.builder_switch.origin})")
+    was, now = dict(before.neutralized), dict(after.neutralized)
+    out += [f"guards: left neutralized {t}" for t in sorted(now.keys() - was.keys())]
+    out += [f"guards: un-neutralized {t}" for t in sorted(was.keys() - now.keys())]
+    if not out and was != now:
+        out.append("guards: neutralize depth changed")
+    if before.fired is not None and after.fired is not None and before.fired != after.fired:
+        out.append("guards: fired counts changed")
+    return out

@@ -1,0 +1,187 @@
+"""What isolation holds of Torch-TensorRT's process-wide state, and how each piece is compared and put back.
+
+Every spec compares by value against an immutable copy (one C-level equality on a clean test) and restores in
+place: Torch-TensorRT's modules and the suite's tests imported these objects by name, so rebinding them would
+leave every other holder on the changed object. Nothing here imports torch_tensorrt: a spec is active only once
+its module is in ``sys.modules``. ``pytest_trtcap.inventory`` says which spec holds what, and why the rest is not.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from typing import Any, Callable, List, Tuple
+
+from . import held_registry as reg
+from .held_registry import REGISTRY_MODULE, name_of
+from .isolation import StateSpec
+
+ATOMIC_MODULE = "torch_tensorrt.dynamo.partitioning._atomic_subgraphs"
+PASSES_MODULE = "torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass"
+DECOMPOSITIONS_MODULE = "torch_tensorrt.dynamo.lowering._decomposition_groups"
+FOLD_EXCLUSIONS_MODULE = "torch_tensorrt.dynamo.lowering.constant_fold_exclusions._core"
+GUARDS_MODULE = "trtcap_guards.state"
+
+
+def _loaded(module: str) -> Callable[[], bool]:
+    return lambda: module in sys.modules
+
+
+# --- ATOMIC_SUBGRAPHS ------------------------------------------------------------------------------------
+
+
+def _atomic() -> Any:
+    return sys.modules[ATOMIC_MODULE]
+
+
+def _atomic_snapshot() -> Tuple[list, list]:
+    lst = _atomic().ATOMIC_SUBGRAPHS
+    return (lst, list(lst))
+
+
+def _atomic_changed(snap: Tuple[list, list]) -> bool:
+    lst = _atomic().ATOMIC_SUBGRAPHS
+    return lst is not snap[0] or lst != snap[1]
+
+
+def _atomic_restore(snap: Tuple[list, list]) -> None:
+    module = _atomic()
+    snap[0][:] = snap[1]
+    module.ATOMIC_SUBGRAPHS = snap[0]
+    trace = getattr(module, "trace_atomic_graph", None)
+    if hasattr(trace, "cache_clear"):
+        trace.cache_clear()
+
+
+def format_atomic_entry(entry: Any) -> str:
+    """``(ReLUConv, (), True)``: class name, init args, is_core_aten."""
+    try:
+        cls, init_args, core = entry
+        args = ", ".join(name_of(a) if callable(a) else repr(a) for a in init_args)
+        args = f"({args},)" if len(init_args) == 1 else f"({args})"
+        return f"({getattr(cls, '__name__', cls)}, {args}, {core})"
+    except (TypeError, ValueError):
+        return repr(entry)
+
+
+def _atomic_describe(snap: Tuple[list, list]) -> List[str]:
+    now, before = _atomic().ATOMIC_SUBGRAPHS, snap[1]
+    out = [f"added ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for e in now if e not in before]
+    out += [f"removed ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for e in before if e not in now]
+    return out or ["ATOMIC_SUBGRAPHS reordered"]
+
+
+# --- lowering pass managers ----------------------------------------------------------------------------------
+
+
+def _passname_of(fn: Any) -> str:
+    return getattr(fn, "__name__", None) or repr(fn)
+
+
+def _multiset_missing(items: list, other: list) -> List[Tuple[int, Any]]:
+    """(index, item) of ``items`` with no identical partner left in ``other`` (counted, so duplicates show)."""
+    left = Counter(id(x) for x in other)
+    out = []
+    for i, x in enumerate(items):
+        if left[id(x)]:
+            left[id(x)] -= 1
+        else:
+            out.append((i, x))
+    return out
+
+
+def pass_manager_spec(manager: str, label: str, noun: str) -> StateSpec:
+    """A pass manager's ``passes`` list, held by value and identity; ``noun`` names a pass in leak reports."""
+
+    def pm() -> Any:
+        return getattr(sys.modules[PASSES_MODULE], manager)
+
+    def snapshot() -> Tuple[list, list]:
+        return (pm().passes, list(pm().passes))
+
+    def changed(snap: Tuple[list, list]) -> bool:
+        now = pm().passes
+        return now is not snap[0] or now != snap[1]
+
+    def restore(snap: Tuple[list, list]) -> None:
+        snap[0][:] = snap[1]
+        pm().passes = snap[0]
+
+    def describe(snap: Tuple[list, list]) -> List[str]:
+        now = list(pm().passes)
+        out = [f"added {noun} {_passname_of(p)} at index {i}" for i, p in _multiset_missing(now, snap[1])]
+        out += [f"removed {noun} {_passname_of(p)} from index {i}" for i, p in _multiset_missing(snap[1], now)]
+        return out or [f"{manager} passes reordered"]
+
+    return StateSpec(label, snapshot, restore, changed, describe, available=_loaded(PASSES_MODULE))
+
+
+# --- tables (op or rule id -> function): decompositions, constant-fold exclusion rules ---------------------------
+
+
+def table_spec(module_name: str, table: str, noun: str) -> StateSpec:
+    """A module-level dict held by value; ``noun`` names an entry in leak reports (``aten.relu.default: noun added``)."""
+
+    def module() -> Any:
+        return sys.modules[module_name]
+
+    def snapshot() -> Tuple[dict, dict]:
+        d = getattr(module(), table)
+        return (d, dict(d))
+
+    def changed(snap: Tuple[dict, dict]) -> bool:
+        d = getattr(module(), table)
+        return d is not snap[0] or d != snap[1]
+
+    def restore(snap: Tuple[dict, dict]) -> None:
+        snap[0].clear()
+        snap[0].update(snap[1])
+        setattr(module(), table, snap[0])
+
+    def describe(snap: Tuple[dict, dict]) -> List[str]:
+        now, before = getattr(module(), table), snap[1]
+        key = lambda k: k if isinstance(k, str) else name_of(k)  # noqa: E731
+        out = [f"{key(k)}: {noun} added" for k in now.keys() - before.keys()]
+        out += [f"{key(k)}: {noun} removed" for k in before.keys() - now.keys()]
+        out += [f"{key(k)}: {noun} replaced" for k in now.keys() & before.keys() if now[k] is not before[k]]
+        return sorted(out) or [f"{table} rebound"]
+
+    return StateSpec(table, snapshot, restore, changed, describe, available=_loaded(module_name))
+
+
+# --- the guards' own state --------------------------------------------------------------------------------------
+
+
+def _guards_snapshot() -> Any:
+    return sys.modules[GUARDS_MODULE].state_snapshot(fired=False)  # fired counts grow by design
+
+
+def _guards_changed(snap: Any) -> bool:
+    return _guards_snapshot() != snap
+
+
+def _guards_restore(snap: Any) -> None:
+    sys.modules[GUARDS_MODULE].restore_state(snap)
+
+
+def _guards_describe(snap: Any) -> List[str]:
+    return sys.modules[GUARDS_MODULE].describe_changes(snap, _guards_snapshot()) or ["guards: state changed"]
+
+
+def builtin_specs() -> List[StateSpec]:
+    """One spec per held piece of state; labels are the ones ``pytest_trtcap.inventory`` refers to."""
+    return [
+        StateSpec("converter registry", reg.registry_snapshot, reg.registry_restore, reg.registry_changed,
+                  reg.registry_describe, available=_loaded(REGISTRY_MODULE)),
+        StateSpec("converter registry settings", reg.settings_snapshot, reg.settings_restore,
+                  reg.settings_changed, reg.settings_describe, available=_loaded(REGISTRY_MODULE)),
+        StateSpec("ATOMIC_SUBGRAPHS", _atomic_snapshot, _atomic_restore, _atomic_changed, _atomic_describe,
+                  available=_loaded(ATOMIC_MODULE)),
+        pass_manager_spec("ATEN_PRE_LOWERING_PASSES", "ATEN_PRE_LOWERING_PASSES", "pre-lowering pass"),
+        pass_manager_spec("ATEN_POST_LOWERING_PASSES", "ATEN_POST_LOWERING_PASSES", "lowering pass"),
+        table_spec(DECOMPOSITIONS_MODULE, "TORCH_TRT_DECOMPOSITIONS", "decomposition"),
+        table_spec(DECOMPOSITIONS_MODULE, "ENABLED_TORCH_DECOMPOSITIONS", "enabled torch decomposition"),
+        table_spec(FOLD_EXCLUSIONS_MODULE, "_CONSTANT_FOLD_EXCLUSION_RULES", "constant-fold exclusion rule"),
+        StateSpec("guards", _guards_snapshot, _guards_restore, _guards_changed, _guards_describe,
+                  available=_loaded(GUARDS_MODULE)),
+    ]
