@@ -100,6 +100,9 @@ SPECS: Tuple[Spec, ...] = (
     Spec("builder_targets", "--trtcap-builder-targets", "TRTCAP_BUILDER_TARGETS", "trtcap_builder_targets",
          "declare the targets on the TensorRT-RTX builder config when the guards are installed (on/off)",
          lambda raw, name: parse_bool(raw, name), default=True, metavar="{on,off}"),
+    Spec("needs_gpu", "--trtcap-needs-gpu", "TRTCAP_NEEDS_GPU", "trtcap_needs_gpu",
+         "a test that fails for want of a CUDA device, on a host without one: fail (default) or skip it",
+         _choice("fail", "skip"), default="fail", metavar="{fail,skip}"),
 )
 
 
@@ -112,6 +115,7 @@ class Settings:
     strict: Setting = field(default_factory=lambda: Setting(False, "default"))
     gpu_less_import: Setting = field(default_factory=lambda: Setting("auto", "default"))
     builder_targets: Setting = field(default_factory=lambda: Setting(True, "default"))
+    needs_gpu: Setting = field(default_factory=lambda: Setting("fail", "default"))
 
 
 def add_options(parser: pytest.Parser) -> None:

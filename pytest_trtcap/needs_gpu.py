@@ -1,0 +1,248 @@
+"""Tell a test that needs a GPU apart from a test that fails (``--trtcap-needs-gpu skip``).
+
+On a CPU runner, Torch-TensorRT-style suites fail by the hundred for one reason no one can fix there: there is
+no CUDA device. A lane that is red for that reason gets switched off. With ``skip``, a failure (or a module's
+collection error) whose exception chain carries one of the signatures below, on a host where no CUDA device
+exists, is reported as *skipped*, with a reason that starts ``trtcap: needs a GPU: `` and names the line of the
+test's own code that needed it and the error. Nothing else is ever converted.
+
+The signatures, each matched on one exception of the chain:
+
+``cuda-init``
+    torch finding no driver or device, raised inside torch (a test raising the same text is not matched): a
+    ``RuntimeError`` (``torch.AcceleratorError`` included) whose first line starts with one of
+    ``CUDA_INIT_MESSAGES`` - lazy initialisation's "Found no NVIDIA driver on your system", "No CUDA GPUs are
+    available", "CUDA driver initialization failed", and the CUDA runtime's "CUDA error: CUDA driver version is
+    insufficient for CUDA runtime version" (a ``torch.cuda.Stream()`` without a driver) and "CUDA error: no
+    CUDA-capable device is detected" - or the ``AssertionError`` "Torch not compiled with CUDA enabled".
+``trt-engine``
+    Torch-TensorRT creating an engine without a device: the interpreter's ``assert cuda_engine`` on the
+    ``None`` that ``build_engine_with_config`` returns (``torch_tensorrt.dynamo.conversion._TRTInterpreter``),
+    or the runtime's "Unable to deserialize the TensorRT engine" (``torch_tensorrt.dynamo.runtime._TRTEngine``).
+``cuda-only-kernel``
+    a ``NotImplementedError`` "Could not run 'OP' with arguments from the 'CPU' backend" whose list of
+    available backends names ``CUDA``: a kernel that exists for CUDA only.
+
+The chain is followed through ``__cause__`` (explicit ``raise ... from``), the ``inner_exception`` that
+``torch._dynamo``'s ``BackendCompilerFailed`` wraps, and ``__context__`` only where the exception carrying it
+was raised inside torch/torch_tensorrt/tensorrt (a library re-raising). An ``AssertionError`` (or
+``pytest.fail``) raised by the test's own code is a failure whatever its chain: the test decided.
+
+Nothing here imports torch: the host is probed (``trtcap_guards.targets.host_capabilities``) only after a
+signature matched, by which time torch is imported anyway.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Callable, Iterator, List, Optional, Tuple
+
+REASON_PREFIX = "trtcap: needs a GPU: "
+#: Packages whose frames are "the library", not the test: the location named is the innermost frame outside them.
+LIBRARY_PACKAGES = frozenset({"torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx", "tensorrt_bindings"})
+CUDA_INIT_MESSAGES = (
+    "Found no NVIDIA driver on your system",
+    "No CUDA GPUs are available",
+    "CUDA driver initialization failed",
+    "CUDA error: CUDA driver version is insufficient for CUDA runtime version",
+    "CUDA error: no CUDA-capable device is detected",
+)
+NOT_COMPILED = "Torch not compiled with CUDA enabled"
+_CPU_BACKEND = re.compile(r"^Could not run '([^']+)' with arguments from the 'CPU' backend")
+_AVAILABLE = re.compile(r"is only available for these backends: \[([^\]]*)\]")
+_SIGNATURE_SUFFIX = re.compile(r"\(signature: ([a-z-]+)\)$")
+_MAX_TEXT = 200
+_MAX_CHAIN = 32
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One documented way a failure is caused by the missing device."""
+
+    name: str
+    what: str  # for the docs and the table test
+    matches: Callable[[BaseException], bool]
+
+
+@dataclass(frozen=True)
+class NeedsGpu:
+    """A failure decided to need a GPU: which signature, on which exception, and where the test needed it."""
+
+    signature: Signature
+    exception: BaseException
+    path: Optional[str]  # the innermost frame outside the library packages (absolute), if any
+    lineno: Optional[int]  # 1-based
+
+    def reason(self, rootpath: Optional[str] = None) -> str:
+        where = "unknown location"
+        if self.path is not None:
+            shown = self.path
+            if rootpath is not None:
+                try:
+                    shown = os.path.relpath(self.path, rootpath)
+                except ValueError:  # another drive
+                    shown = self.path
+                if shown.startswith(".."):
+                    shown = self.path
+            where = f"{_printable(shown)}:{self.lineno}"
+        return f"{REASON_PREFIX}{where}: {error_line(self.exception)} (signature: {self.signature.name})"
+
+
+# --- the signatures -----------------------------------------------------------------------------------------
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc)
+    return text.splitlines()[0] if text else ""
+
+
+def _innermost(tb: Optional[TracebackType]) -> Optional[TracebackType]:
+    last = None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    return last
+
+
+def _raised_in(exc: BaseException, module: str, source: Optional[str] = None) -> bool:
+    """The exception's innermost frame is in ``module`` (and, if given, on a line whose source is ``source``)."""
+    tb = _innermost(exc.__traceback__)
+    if tb is None or tb.tb_frame.f_globals.get("__name__") != module:
+        return False
+    if source is None:
+        return True
+    line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_globals).strip()
+    return line == source
+
+
+def _is_cuda_init(exc: BaseException) -> bool:
+    if not _in_library(_innermost(exc.__traceback__)):
+        return False
+    if isinstance(exc, RuntimeError):
+        return _first_line(exc).startswith(CUDA_INIT_MESSAGES)
+    return type(exc) is AssertionError and _first_line(exc) == NOT_COMPILED
+
+
+def _is_trt_engine(exc: BaseException) -> bool:
+    if type(exc) is AssertionError:
+        return _raised_in(exc, "torch_tensorrt.dynamo.conversion._TRTInterpreter", "assert cuda_engine")
+    if type(exc) is RuntimeError and _first_line(exc) == "Unable to deserialize the TensorRT engine":
+        return _raised_in(exc, "torch_tensorrt.dynamo.runtime._TRTEngine")
+    return False
+
+
+def _is_cuda_only_kernel(exc: BaseException) -> bool:
+    if type(exc) is not NotImplementedError:
+        return False
+    text = str(exc)
+    available = _AVAILABLE.search(text)
+    return bool(_CPU_BACKEND.match(text)) and available is not None and "CUDA" in available.group(1).split(", ")
+
+
+SIGNATURES: Tuple[Signature, ...] = (
+    Signature("cuda-init", "torch's lazy CUDA initialisation found no driver or device", _is_cuda_init),
+    Signature("trt-engine", "Torch-TensorRT created or deserialised a TensorRT engine without a device",
+              _is_trt_engine),
+    Signature("cuda-only-kernel", "an operator with a CUDA kernel and no CPU kernel ran on CPU tensors",
+              _is_cuda_only_kernel),
+)
+
+
+# --- the exception chain ---------------------------------------------------------------------------------------
+
+
+def _in_library(tb: Optional[TracebackType]) -> bool:
+    return tb is not None and _package(tb) in LIBRARY_PACKAGES
+
+
+def _package(tb: TracebackType) -> str:
+    return str(tb.tb_frame.f_globals.get("__name__") or "").partition(".")[0]
+
+
+def chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what caused it: ``__cause__``, ``BackendCompilerFailed.inner_exception``, and ``__context__``
+    where a library raised while handling it; each exception once, at most ``_MAX_CHAIN``."""
+    seen, todo = set(), [exc]
+    while todo and len(seen) < _MAX_CHAIN:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        inner = getattr(current, "inner_exception", None)
+        if type(current).__module__.startswith("torch._dynamo") and isinstance(inner, BaseException):
+            todo.append(inner)
+        if current.__cause__ is not None:
+            todo.append(current.__cause__)
+        elif current.__context__ is not None and not current.__suppress_context__ and _in_library(
+            _innermost(current.__traceback__)
+        ):
+            todo.append(current.__context__)
+
+
+def _decided_by_the_test(exc: BaseException) -> bool:
+    """An assertion (or ``pytest.fail``) the test's own code raised: a failure, whatever led to it."""
+    failed = type(exc).__name__ == "Failed" and type(exc).__module__.startswith("_pytest")
+    return (isinstance(exc, AssertionError) or failed) and not _in_library(_innermost(exc.__traceback__))
+
+
+def _test_location(exc: BaseException) -> Tuple[Optional[str], Optional[int]]:
+    """The innermost frame outside torch/torch_tensorrt/tensorrt of the outermost exception: the test's line."""
+    found: Tuple[Optional[str], Optional[int]] = (None, None)
+    tb = exc.__traceback__
+    while tb is not None:
+        if _package(tb) not in LIBRARY_PACKAGES:
+            found = (os.path.abspath(tb.tb_frame.f_code.co_filename), tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
+def classify(exc: BaseException) -> Optional[NeedsGpu]:
+    """The signature this failure carries, or None. Pure: never probes the host, never raises."""
+    try:
+        if _decided_by_the_test(exc):
+            return None
+        for link in chain(exc):
+            for signature in SIGNATURES:
+                if signature.matches(link):
+                    return NeedsGpu(signature, link, *_test_location(exc))
+    except Exception:  # a hostile exception (a __str__ that raises...): leave the failure as it is
+        return None
+    return None
+
+
+# --- text --------------------------------------------------------------------------------------------------------
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def error_line(exc: BaseException) -> str:
+    """``Type: first line``, printable, one line; a long line is cut at its first sentence, then at 200 chars."""
+    line = _first_line(exc)
+    if not line:
+        tb = _innermost(exc.__traceback__)
+        if tb is not None:
+            source = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_globals).strip()
+            line = f"`{source}` in {tb.tb_frame.f_globals.get('__name__')}"
+    if len(line) > _MAX_TEXT:
+        sentence = line.find(". ")
+        line = line[: sentence + 1] if 0 < sentence < _MAX_TEXT else line[:_MAX_TEXT] + "..."
+    return _printable(f"{type(exc).__name__}: {line}" if line else type(exc).__name__)
+
+
+def signature_of(reason: str) -> Optional[str]:
+    """The signature name of a reason this module wrote (``None`` for any other skip reason)."""
+    text = reason.removeprefix("Skipped: ")
+    if not text.startswith(REASON_PREFIX):
+        return None
+    found = _SIGNATURE_SUFFIX.search(text)
+    return found.group(1) if found else None
+
+
+def signature_names() -> List[str]:
+    return [s.name for s in SIGNATURES]
