@@ -78,11 +78,17 @@ NOTES = [
     "too). The guard consultations are counted in an untimed run. The "
     "\"computed\" rows add what the guarded validators cost over every node of the graph (guarded minus stock, "
     "swept directly) to the partition time without guards: the same overhead without run-to-run noise.",
+    "- **needs a GPU**: 2,000 `def test_i(): pass` in one generated file; `python -m pytest -q -p no:cacheprovider` "
+    "with `--trtcap-needs-gpu skip` against `--trtcap-needs-gpu fail` and a second `fail` side as an A/A control, "
+    "rotated within each round; wall times (CPU times listed too). The checked figure is the ratio of medians; "
+    "where its distance from 1 is within the A/A ratio's, it is not measurable. A conftest records each run's "
+    "setting.",
 ]
 
 
 def _benchmarks() -> List[Tuple[str, Callable[[bool], List[Result]]]]:
     import bench_isolation
+    import bench_needs_gpu
     import bench_partition
     import bench_plugin_load
 
@@ -90,6 +96,7 @@ def _benchmarks() -> List[Tuple[str, Callable[[bool], List[Result]]]]:
         ("plugin load", lambda quick: bench_plugin_load.run(quick)),
         ("isolation", lambda quick: bench_isolation.run(quick)),
         ("partitioning", lambda quick: bench_partition.run(quick)),
+        ("needs a GPU", lambda quick: bench_needs_gpu.run(quick)),
     ]
 
 

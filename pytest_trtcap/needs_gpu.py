@@ -37,12 +37,13 @@ from __future__ import annotations
 import linecache
 import os
 import re
+import sysconfig
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Callable, Iterator, List, Optional, Tuple
 
 REASON_PREFIX = "trtcap: needs a GPU: "
-#: Packages whose frames are "the library", not the test: the location named is the innermost frame outside them.
+#: Packages whose frames are "the library", not the test.
 LIBRARY_PACKAGES = frozenset({"torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx", "tensorrt_bindings"})
 CUDA_INIT_MESSAGES = (
     "Found no NVIDIA driver on your system",
@@ -57,6 +58,9 @@ _AVAILABLE = re.compile(r"is only available for these backends: \[([^\]]*)\]")
 _SIGNATURE_SUFFIX = re.compile(r"\(signature: ([a-z-]+)\)$")
 _MAX_TEXT = 200
 _MAX_CHAIN = 32
+#: The test runner's own packages, never "the test's line".
+RUNNER_PACKAGES = frozenset({"_pytest", "pytest", "pluggy", "xdist", "execnet"})
+_STDLIB = tuple(os.path.abspath(sysconfig.get_paths()[key]) + os.sep for key in ("stdlib", "platstdlib"))
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,7 @@ class NeedsGpu:
 
     signature: Signature
     exception: BaseException
-    path: Optional[str]  # the innermost frame outside the library packages (absolute), if any
+    path: Optional[str]  # the innermost frame of the test's own code (absolute), if any
     lineno: Optional[int]  # 1-based
 
     def reason(self, rootpath: Optional[str] = None) -> str:
@@ -189,15 +193,29 @@ def _decided_by_the_test(exc: BaseException) -> bool:
     return (isinstance(exc, AssertionError) or failed) and not _in_library(_innermost(exc.__traceback__))
 
 
-def _test_location(exc: BaseException) -> Tuple[Optional[str], Optional[int]]:
-    """The innermost frame outside torch/torch_tensorrt/tensorrt of the outermost exception: the test's line."""
-    found: Tuple[Optional[str], Optional[int]] = (None, None)
-    tb = exc.__traceback__
-    while tb is not None:
-        if _package(tb) not in LIBRARY_PACKAGES:
-            found = (os.path.abspath(tb.tb_frame.f_code.co_filename), tb.tb_lineno)
-        tb = tb.tb_next
-    return found
+def _is_test_frame(tb: TracebackType) -> bool:
+    """Code of the project under test: not torch/torch_tensorrt/tensorrt, nor the runner (pytest, pluggy, the
+    standard library's unittest, contextlib, importlib...), nor generated code (``<eval_with_key>.3``)."""
+    filename = tb.tb_frame.f_code.co_filename
+    if _package(tb) in LIBRARY_PACKAGES | RUNNER_PACKAGES or filename.startswith("<"):
+        return False
+    path = os.path.abspath(filename)
+    return not path.startswith(_STDLIB) or f"{os.sep}site-packages{os.sep}" in path
+
+
+def _test_location(*excs: BaseException) -> Tuple[Optional[str], Optional[int]]:
+    """The innermost frame of the test's own code: the line that needed the device. Read from the first of
+    ``excs`` whose traceback has one (the matched exception; else the outermost, e.g. around what dynamo wraps)."""
+    for exc in excs:
+        found: Tuple[Optional[str], Optional[int]] = (None, None)
+        tb = exc.__traceback__
+        while tb is not None:
+            if _is_test_frame(tb):
+                found = (os.path.abspath(tb.tb_frame.f_code.co_filename), tb.tb_lineno)
+            tb = tb.tb_next
+        if found[0] is not None:
+            return found
+    return None, None
 
 
 def classify(exc: BaseException) -> Optional[NeedsGpu]:
@@ -208,7 +226,7 @@ def classify(exc: BaseException) -> Optional[NeedsGpu]:
         for link in chain(exc):
             for signature in SIGNATURES:
                 if signature.matches(link):
-                    return NeedsGpu(signature, link, *_test_location(exc))
+                    return NeedsGpu(signature, link, *_test_location(link, exc))
     except Exception:  # a hostile exception (a __str__ that raises...): leave the failure as it is
         return None
     return None

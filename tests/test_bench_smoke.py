@@ -28,6 +28,7 @@ RATIOS = (
     "validator_sm89",
     "predicate_sm75",
     "validator_sm75",
+    "needs_gpu_suite",
 )
 
 

@@ -137,14 +137,16 @@ def _cuda_error() -> BaseException:
     return _raised(lambda: torch.zeros(1, device="cuda"))
 
 
-def test_explicit_cause_is_followed() -> None:
+def test_explicit_cause_is_followed_and_names_the_line_that_needed_the_device() -> None:
     def wrap() -> None:
         try:
             torch.zeros(1, device="cuda")
         except RuntimeError as e:
             raise ValueError("could not set up the model") from e
 
-    assert _signature(_raised(wrap)) == "cuda-init"
+    found = needs_gpu.classify(_raised(wrap))
+    assert found is not None and found.signature.name == "cuda-init"
+    assert (found.path, found.lineno) == (HERE, wrap.__code__.co_firstlineno + 2)
 
 
 def test_the_tests_own_assertion_is_a_failure_whatever_its_chain() -> None:
