@@ -262,3 +262,56 @@ def test_under_xdist(suite: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, failed=4, skipped=8, xfailed=1)
     result.stdout.fnmatch_lines(["needs a GPU: 8 (cuda-init: 7, cuda-only-kernel: 1)"])
     assert sum(PREFIX in line for line in _skip_lines(result)) == 7
+
+
+FIXTURES = '''
+import pytest
+import torch
+
+
+@pytest.fixture(scope="module")
+def cuda_model():
+    return torch.nn.Linear(2, 2).cuda()
+
+
+@pytest.fixture
+def finalizer_on_cuda():
+    yield
+    torch.cuda.synchronize()
+
+
+@pytest.fixture(scope="session")
+def cpu_tensor():
+    return torch.ones(2)
+
+
+def test_first_user(cuda_model):
+    pass
+
+
+def test_second_user(cuda_model):
+    pass
+
+
+def test_cpu_only(cpu_tensor):
+    assert cpu_tensor.sum().item() == 2
+
+
+def test_finalizer_needs_a_gpu(finalizer_on_cuda):
+    pass
+'''
+
+
+def test_fixtures_of_every_scope(pytester: pytest.Pytester) -> None:
+    """A module-scoped fixture that needs a GPU skips each test using it (its cached error is re-raised for the
+    second); a fixture finalizer that needs one stays a teardown error: only setup and call are converted."""
+    pytester.makepyfile(test_fixtures=FIXTURES)
+    result = pytester.runpytest("--trtcap-needs-gpu", "skip", "-rA")
+    outcomes = _outcomes(result)
+    assert outcomes["test_fixtures.py::test_first_user"] == "skipped"
+    assert outcomes["test_fixtures.py::test_second_user"] == "skipped"
+    assert outcomes["test_fixtures.py::test_cpu_only"] == "passed"
+    result.assert_outcomes(passed=2, skipped=2, errors=1)  # the finalizer test passes, then errors in teardown
+    result.stdout.fnmatch_lines(["ERROR test_fixtures.py::test_finalizer_needs_a_gpu - RuntimeError: Found no *"])
+    line = _line(pytester, "test_fixtures.py", "torch.nn.Linear(2, 2).cuda()")
+    assert [l for l in _skip_lines(result) if f"test_fixtures.py:{line}: {PREFIX}test_fixtures.py:{line}: " in l]
