@@ -67,8 +67,7 @@ _STDLIB = tuple(os.path.abspath(sysconfig.get_paths()[key]) + os.sep for key in 
 class Signature:
     """One documented way a failure is caused by the missing device."""
 
-    name: str
-    what: str  # for the docs and the table test
+    name: str  # as printed in skip reasons and the summary (and documented in the README's table)
     matches: Callable[[BaseException], bool]
 
 
@@ -147,11 +146,9 @@ def _is_cuda_only_kernel(exc: BaseException) -> bool:
 
 
 SIGNATURES: Tuple[Signature, ...] = (
-    Signature("cuda-init", "torch's lazy CUDA initialisation found no driver or device", _is_cuda_init),
-    Signature("trt-engine", "Torch-TensorRT created or deserialised a TensorRT engine without a device",
-              _is_trt_engine),
-    Signature("cuda-only-kernel", "an operator with a CUDA kernel and no CPU kernel ran on CPU tensors",
-              _is_cuda_only_kernel),
+    Signature("cuda-init", _is_cuda_init),  # torch found no driver or device
+    Signature("trt-engine", _is_trt_engine),  # Torch-TensorRT created or deserialised an engine without a device
+    Signature("cuda-only-kernel", _is_cuda_only_kernel),  # a CUDA-only operator ran on CPU tensors
 )
 
 

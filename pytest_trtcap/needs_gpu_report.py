@@ -53,6 +53,7 @@ def convert_collect_report(report: pytest.CollectReport, collector: pytest.Colle
     """A module whose import needs a GPU (a device query in a decorator, say): the module is skipped."""
     if report.outcome != "failed":
         return
+    # pytest keeps the collection's CallInfo on the report as ``call`` until ``collect_one_node`` pops it.
     found = _needs_gpu(getattr(report.__dict__.get("call"), "excinfo", None))
     if found is not None:
         _skip(report, found, str(collector.config.rootpath), (str(collector.path), None))

@@ -315,3 +315,11 @@ def test_fixtures_of_every_scope(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["ERROR test_fixtures.py::test_finalizer_needs_a_gpu - RuntimeError: Found no *"])
     line = _line(pytester, "test_fixtures.py", "torch.nn.Linear(2, 2).cuda()")
     assert [l for l in _skip_lines(result) if f"test_fixtures.py:{line}: {PREFIX}test_fixtures.py:{line}: " in l]
+
+
+def test_a_conftest_that_needs_a_gpu_is_still_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("import torch\n\nMAJOR = torch.cuda.get_device_properties(0).major\n")
+    pytester.makepyfile("def test_one(): pass")
+    result = pytester.runpytest_subprocess("--trtcap-needs-gpu", "skip", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ImportError while loading conftest*", "*RuntimeError: Found no NVIDIA driver*"])
