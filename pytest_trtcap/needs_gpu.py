@@ -17,8 +17,9 @@ The signatures, each matched on one exception of the chain:
     CUDA-capable device is detected" - or the ``AssertionError`` "Torch not compiled with CUDA enabled".
 ``trt-engine``
     Torch-TensorRT creating an engine without a device: the interpreter's ``assert cuda_engine`` on the
-    ``None`` that ``build_engine_with_config`` returns (``torch_tensorrt.dynamo.conversion._TRTInterpreter``),
-    or the runtime's "Unable to deserialize the TensorRT engine" (``torch_tensorrt.dynamo.runtime._TRTEngine``).
+    ``None`` that ``build_engine_with_config`` returns (``torch_tensorrt.dynamo.conversion._TRTInterpreter``).
+    Loading a serialized engine (``TorchTensorRTModule(serialized_engine, ...)``) fails before it deserialises,
+    on torch's CUDA initialisation: ``cuda-init``.
 ``cuda-only-kernel``
     a ``NotImplementedError`` "Could not run 'OP' with arguments from the 'CPU' backend" whose list of
     available backends names ``CUDA``: a kernel that exists for CUDA only.
@@ -110,13 +111,11 @@ def _innermost(tb: Optional[TracebackType]) -> Optional[TracebackType]:
     return last
 
 
-def _raised_in(exc: BaseException, module: str, source: Optional[str] = None) -> bool:
-    """The exception's innermost frame is in ``module`` (and, if given, on a line whose source is ``source``)."""
+def _raised_in(exc: BaseException, module: str, source: str) -> bool:
+    """The exception's innermost frame is in ``module``, on a line whose source is ``source``."""
     tb = _innermost(exc.__traceback__)
     if tb is None or tb.tb_frame.f_globals.get("__name__") != module:
         return False
-    if source is None:
-        return True
     line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_globals).strip()
     return line == source
 
@@ -130,11 +129,9 @@ def _is_cuda_init(exc: BaseException) -> bool:
 
 
 def _is_trt_engine(exc: BaseException) -> bool:
-    if type(exc) is AssertionError:
-        return _raised_in(exc, "torch_tensorrt.dynamo.conversion._TRTInterpreter", "assert cuda_engine")
-    if type(exc) is RuntimeError and _first_line(exc) == "Unable to deserialize the TensorRT engine":
-        return _raised_in(exc, "torch_tensorrt.dynamo.runtime._TRTEngine")
-    return False
+    return type(exc) is AssertionError and _raised_in(
+        exc, "torch_tensorrt.dynamo.conversion._TRTInterpreter", "assert cuda_engine"
+    )
 
 
 def _is_cuda_only_kernel(exc: BaseException) -> bool:

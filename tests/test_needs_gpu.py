@@ -224,3 +224,20 @@ def test_signature_of_reads_back_only_our_reasons() -> None:
     reason = needs_gpu.classify(_cuda_error()).reason()
     assert needs_gpu.signature_of("Skipped: " + reason) == "cuda-init"
     assert needs_gpu.signature_of("trtcap: TensorRT-RTX cannot serve FP32 GEMM (signature: cuda-init)") is None
+
+
+def test_loading_a_serialized_engine_fails_on_cuda_init(tt: Any) -> None:
+    """An engine TensorRT-RTX builds on CPU (``build_serialized_network``), loaded into Torch-TensorRT's module:
+    the load needs the device before it ever deserialises."""
+    import tensorrt as trt
+    from torch_tensorrt.dynamo.runtime import TorchTensorRTModule
+
+    builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
+    network = builder.create_network(0)
+    out = network.add_activation(network.add_input("x", trt.float32, (2, 3)), trt.ActivationType.RELU).get_output(0)
+    out.name = "y"
+    network.mark_output(out)
+    serialized = builder.build_serialized_network(network, builder.create_builder_config())
+    assert serialized is not None
+    exc = _raised(lambda: TorchTensorRTModule(bytes(serialized), ["x"], ["y"], name="engine"))
+    assert _signature(exc) == "cuda-init"
