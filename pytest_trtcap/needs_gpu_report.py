@@ -47,6 +47,10 @@ def convert_test_report(report: pytest.TestReport, call: pytest.CallInfo, item: 
     if found is not None:
         path, lineno, _ = item.reportinfo()
         _skip(report, found, str(item.config.rootpath), (str(path), None if lineno is None else lineno + 1))
+        # The call now holds the skip as well (as pytest's unittest support does for SkipTest), so that --pdb
+        # and other exception hooks treat it as the skip it was reported as.
+        reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+        call.excinfo = pytest.CallInfo.from_call(lambda: pytest.skip(reason), call.when).excinfo
 
 
 def convert_collect_report(report: pytest.CollectReport, collector: pytest.Collector) -> None:

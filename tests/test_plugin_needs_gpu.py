@@ -323,3 +323,22 @@ def test_a_conftest_that_needs_a_gpu_is_still_a_usage_error(pytester: pytest.Pyt
     result = pytester.runpytest_subprocess("--trtcap-needs-gpu", "skip", "-p", "no:randomly")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ImportError while loading conftest*", "*RuntimeError: Found no NVIDIA driver*"])
+
+
+def test_pdb_does_not_stop_at_a_skip(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_pdb='''
+import torch
+
+
+def test_needs_a_gpu():
+    torch.zeros(1, device="cuda")
+
+
+def test_fails():
+    assert 1 == 2
+''')
+    result = pytester.runpytest_subprocess("--trtcap-needs-gpu", "skip", "--pdb", "-p", "no:randomly")
+    result.assert_outcomes(skipped=1, failed=1)
+    entered = [line for line in result.outlines if "entering PDB" in line]
+    assert len(entered) == 1, result.outlines  # for the real failure only
+    assert "test_fails" in "\n".join(result.outlines[result.outlines.index(entered[0]):])
