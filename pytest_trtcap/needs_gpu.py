@@ -56,7 +56,6 @@ CUDA_INIT_MESSAGES = (
 NOT_COMPILED = "Torch not compiled with CUDA enabled"
 _CPU_BACKEND = re.compile(r"^Could not run '([^']+)' with arguments from the 'CPU' backend")
 _AVAILABLE = re.compile(r"is only available for these backends: \[([^\]]*)\]")
-_SIGNATURE_SUFFIX = re.compile(r"\(signature: ([a-z-]+)\)$")
 _MAX_TEXT = 200
 _MAX_CHAIN = 32
 #: The test runner's own packages, never "the test's line".
@@ -245,15 +244,6 @@ def error_line(exc: BaseException) -> str:
         sentence = line.find(". ")
         line = line[: sentence + 1] if 0 < sentence < _MAX_TEXT else line[:_MAX_TEXT] + "..."
     return _printable(f"{type(exc).__name__}: {line}" if line else type(exc).__name__)
-
-
-def signature_of(reason: str) -> Optional[str]:
-    """The signature name of a reason this module wrote (``None`` for any other skip reason)."""
-    text = reason.removeprefix("Skipped: ")
-    if not text.startswith(REASON_PREFIX):
-        return None
-    found = _SIGNATURE_SUFFIX.search(text)
-    return found.group(1) if found else None
 
 
 def signature_names() -> List[str]:

@@ -15,7 +15,7 @@ import pytest
 
 from trtcap_guards import targets
 
-from .needs_gpu import REASON_PREFIX, NeedsGpu, classify, signature_of
+from .needs_gpu import NeedsGpu, classify
 
 
 def _host_has_device(probe: bool = True) -> Optional[bool]:
@@ -36,6 +36,7 @@ def _skip(report: Any, found: NeedsGpu, rootpath: str, fallback: Tuple[str, Opti
     """Turn ``report`` into the skip pytest itself would have reported, at the test's own line."""
     path, lineno = (found.path, found.lineno) if found.path is not None else fallback
     report.outcome = "skipped"
+    report.trtcap_needs_gpu = found.signature.name  # travels with the report (xdist); a test's own skip has none
     report.longrepr = (str(path), lineno, "Skipped: " + found.reason(rootpath))
 
 
@@ -64,18 +65,15 @@ def convert_collect_report(report: pytest.CollectReport, collector: pytest.Colle
         report.result = []
 
 
-def reason_of(report: Any) -> Optional[str]:
-    """The skip reason of a report this module converted (any other report: None)."""
-    longrepr = getattr(report, "longrepr", None)
-    if not report.skipped or not isinstance(longrepr, tuple) or len(longrepr) != 3:
-        return None
-    reason = str(longrepr[2]).removeprefix("Skipped: ")
-    return reason if reason.startswith(REASON_PREFIX) else None
+def signature_of(report: Any) -> Optional[str]:
+    """The signature of a report this module converted; None for any other report, whatever its text says."""
+    name = getattr(report, "trtcap_needs_gpu", None)
+    return name if report.skipped and isinstance(name, str) else None
 
 
-def summary_line(reasons: Iterable[str]) -> str:
+def summary_line(signatures: Iterable[str]) -> str:
     """``needs a GPU: N (cuda-init: a, trt-engine: b, ...)`` over the converted skips."""
-    names = Counter(signature_of(reason) or "unknown" for reason in reasons)
+    names = Counter(signatures)
     total = sum(names.values())
     detail = ", ".join(f"{name}: {n}" for name, n in sorted(names.items()))
     return f"needs a GPU: {total} ({detail})"

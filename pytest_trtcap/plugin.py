@@ -271,7 +271,7 @@ class SessionPlugin:
         self.state = state
         self.leaks: Dict[str, str] = {}  # filled from reports, so they are right under xdist too
         self.skips: Dict[str, str] = {}
-        self.needs_gpu: Dict[str, str] = {}  # nodeid -> skip reason (``--trtcap-needs-gpu skip``)
+        self.needs_gpu: Dict[str, str] = {}  # nodeid -> signature (``--trtcap-needs-gpu skip``)
         self.held: Optional[pytest.Item] = None  # the test between hold and release
         self.fired_before = guards.fired()  # guards fired in this process before the session
 
@@ -358,9 +358,9 @@ class SessionPlugin:
         if report.skipped and self.state.settings.needs_gpu.value == "skip":
             from . import needs_gpu_report
 
-            reason = needs_gpu_report.reason_of(report)
-            if reason is not None:
-                self.needs_gpu[report.nodeid] = reason
+            signature = needs_gpu_report.signature_of(report)
+            if signature is not None:
+                self.needs_gpu[report.nodeid] = signature
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.held is not None and self.state.isolation is not None:

@@ -220,12 +220,6 @@ def test_every_signature_is_documented_in_the_module_and_the_readme() -> None:
         assert message in doc and f"`{message}`" in readme
 
 
-def test_signature_of_reads_back_only_our_reasons() -> None:
-    reason = needs_gpu.classify(_cuda_error()).reason()
-    assert needs_gpu.signature_of("Skipped: " + reason) == "cuda-init"
-    assert needs_gpu.signature_of("trtcap: TensorRT-RTX cannot serve FP32 GEMM (signature: cuda-init)") is None
-
-
 def test_loading_a_serialized_engine_fails_on_cuda_init(tt: Any) -> None:
     """An engine TensorRT-RTX builds on CPU (``build_serialized_network``), loaded into Torch-TensorRT's module:
     the load needs the device before it ever deserialises."""

@@ -342,3 +342,22 @@ def test_fails():
     entered = [line for line in result.outlines if "entering PDB" in line]
     assert len(entered) == 1, result.outlines  # for the real failure only
     assert "test_fails" in "\n".join(result.outlines[result.outlines.index(entered[0]):])
+
+
+def test_a_tests_own_skip_with_our_prefix_is_not_counted(pytester: pytest.Pytester) -> None:
+    """Only the plugin's conversions are counted: text cannot forge the summary."""
+    pytester.makepyfile(test_forge='''
+import pytest
+import torch
+
+
+def test_forged_skip():
+    pytest.skip("trtcap: needs a GPU: forged.py:1: RuntimeError: nothing (signature: cuda-init)")
+
+
+def test_real():
+    torch.zeros(1, device="cuda")
+''')
+    result = pytester.runpytest("--trtcap-needs-gpu", "skip")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["needs a GPU: 1 (cuda-init: 1)"])
