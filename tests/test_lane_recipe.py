@@ -10,8 +10,10 @@ with no visible CUDA device:
   ``bin/pytest`` may belong to another environment that shares its site-packages);
 * the ``pip install`` line is the one substitution: installing would re-install this environment (and pip's build
   isolation would fetch setuptools from an index, which this machine cannot reach), so the line runs as written
-  plus ``--dry-run --no-deps --no-index --no-build-isolation --report``. That proves pip builds and would install
-  ``pytest-trtcap`` from the checkout with no index at all; the environment the ``pytest`` lines then use is the
+  plus ``--dry-run --no-deps --no-index --no-build-isolation --report``, in a second suite repository whose
+  ``./pytest-trtcap`` is a copy of this checkout's tracked files (building the metadata writes an ``.egg-info``
+  into the source tree, which must not land in this checkout). That proves pip builds and would install
+  ``pytest-trtcap`` from a checkout with no index at all; the environment the ``pytest`` lines then use is the
   editable install of this same checkout (checked from its ``direct_url.json``).
 """
 
@@ -117,15 +119,26 @@ def _run(line: str, cwd: Path, extra: List[str] = ()) -> subprocess.CompletedPro
                           stderr=subprocess.STDOUT, text=True, timeout=600)
 
 
-def test_the_install_line_installs_this_checkout_with_no_index(suite_repository: Path, tmp_path: Path) -> None:
+def _copy_of_this_checkout(dest: Path) -> None:
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=str(ROOT), stdout=subprocess.PIPE, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+
+
+def test_the_install_line_installs_the_checkout_with_no_index(tmp_path: Path) -> None:
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("copies the checkout's tracked files with git")
+    repo = tmp_path / "suite-repository"
+    _copy_of_this_checkout(repo / "pytest-trtcap")
     install = recipe()[0]
     report = tmp_path / "report.json"
-    proc = _run(install, suite_repository,
-                ["--dry-run", "--no-deps", "--no-index", "--no-build-isolation", "--report", str(report)])
+    proc = _run(install, repo, ["--dry-run", "--no-deps", "--no-index", "--no-build-isolation", "--report", str(report)])
     assert proc.returncode == 0, proc.stdout[-3000:]
     items = json.loads(report.read_text(encoding="utf-8"))["install"]
     assert [item["metadata"]["name"] for item in items] == ["pytest-trtcap"]
-    assert Path(items[0]["download_info"]["url"].removeprefix("file://")).resolve() == ROOT
+    assert Path(items[0]["download_info"]["url"].removeprefix("file://")) == repo / "pytest-trtcap"
     assert items[0]["download_info"]["dir_info"].get("editable") is True
     assert set(items[0]["requested_extras"]) == {"rtx"}
     # The environment the pytest lines use is that same editable install of this checkout.
