@@ -83,11 +83,17 @@ NOTES = [
     "- **assert_trt_close**: `pytest_trtcap.assert_trt_close(a, b)` against `torch.testing.assert_close(a, b)` on "
     "the same passing CPU tensors (`bench/bench_trt_close.py`), one torch thread; per-call `perf_counter_ns`, the "
     "two alternating in blocks of 25; medians.",
+    "- **needs a GPU**: 2,000 `def test_i(): pass` in one generated file; `python -m pytest -q -p no:cacheprovider` "
+    "with `--trtcap-needs-gpu skip` against `--trtcap-needs-gpu fail` and a second `fail` side as an A/A control, "
+    "rotated within each round; wall times (CPU times listed too). The checked figure is the ratio of medians; "
+    "where its distance from 1 is within the A/A ratio's, it is not measurable. A conftest records each run's "
+    "setting.",
 ]
 
 
 def _benchmarks() -> List[Tuple[str, Callable[[bool], List[Result]]]]:
     import bench_isolation
+    import bench_needs_gpu
     import bench_partition
     import bench_plugin_load
     import bench_trt_close
@@ -97,6 +103,7 @@ def _benchmarks() -> List[Tuple[str, Callable[[bool], List[Result]]]]:
         ("isolation", lambda quick: bench_isolation.run(quick)),
         ("partitioning", lambda quick: bench_partition.run(quick)),
         ("assert_trt_close", lambda quick: bench_trt_close.run(quick)),
+        ("needs a GPU", lambda quick: bench_needs_gpu.run(quick)),
     ]
 
 

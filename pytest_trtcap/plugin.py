@@ -282,6 +282,9 @@ def header_lines(state: TrtcapState, verbose: bool = False) -> List[str]:
     lines.append(f"trtcap: builder targets: {builder}")
     strict = "strict" if s.strict.value else "warn"
     lines.append(f"trtcap: gpu-less import: {gpu_text}; isolation: {strict} ({_sourced(s.strict)})")
+    from . import needs_gpu_report
+
+    lines.append(f"trtcap: needs a GPU: {needs_gpu_report.header_text(s.needs_gpu.value, _sourced(s.needs_gpu))}")
     return lines
 
 
@@ -291,6 +294,11 @@ def header_lines(state: TrtcapState, verbose: bool = False) -> List[str]:
 @pytest.hookimpl(wrapper=True)
 def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, Any]:
     report = yield
+    state = collector.config.stash.get(_STATE, None)
+    if report.outcome == "failed" and state is not None and state.settings.needs_gpu.value == "skip":
+        from . import needs_gpu_report
+
+        needs_gpu_report.convert_collect_report(report, collector)
     if report.outcome == "passed" and report.result:
         problems = [p for item in report.result if isinstance(item, pytest.Item) for p in markers.bad_marker_usage(item)]
         if problems:
@@ -334,6 +342,7 @@ class SessionPlugin:
         self.state = state
         self.leaks: Dict[str, str] = {}  # filled from reports, so they are right under xdist too
         self.skips: Dict[str, str] = {}
+        self.needs_gpu: Dict[str, str] = {}  # nodeid -> signature (``--trtcap-needs-gpu skip``)
         self.held: Optional[pytest.Item] = None  # the test between hold and release
         self.current: Optional[pytest.Item] = None  # the test being set up, run or torn down
         self.fixture_leaks: List[Any] = []  # (subject, changes) found in fixture teardowns, reported in teardown
@@ -374,6 +383,16 @@ class SessionPlugin:
         if end is not None and end.changes and self.current is not None:
             self.fixture_leaks.append((_fixture_subject(fixturedef, self.current.nodeid, end.setup_for),
                                        end.changes))
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
+        """Outermost, so it sees the report unittest and xfail handling made: a failure that needs a GPU skips."""
+        report = yield
+        if report.failed and self.state.settings.needs_gpu.value == "skip":
+            from . import needs_gpu_report
+
+            needs_gpu_report.convert_test_report(report, call, item)
+        return report
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: Optional[pytest.Item]) -> Generator[None, Any, Any]:
@@ -436,6 +455,7 @@ class SessionPlugin:
             neutralize_targets.check_after_collection(neutralize.value, neutralize.source)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._count_needs_gpu(report)
         for key, value in report.user_properties:
             if key == _LEAK_PROPERTY and report.when == "teardown":
                 self.leaks.setdefault(report.nodeid, value)
@@ -444,6 +464,17 @@ class SessionPlugin:
                 self.leaks.setdefault(subject, what)
             elif key == _SKIP_PROPERTY and report.when == "setup" and report.skipped:
                 self.skips[report.nodeid] = value
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        self._count_needs_gpu(report)
+
+    def _count_needs_gpu(self, report: Any) -> None:
+        if report.skipped and self.state.settings.needs_gpu.value == "skip":
+            from . import needs_gpu_report
+
+            signature = needs_gpu_report.signature_of(report)
+            if signature is not None:
+                self.needs_gpu[report.nodeid] = signature
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.held is not None and self.state.isolation is not None:
@@ -492,6 +523,10 @@ class SessionPlugin:
             by_marker = Counter(self.skips.values())
             detail = ", ".join(f"{m}: {n}" for m, n in sorted(by_marker.items()))
             lines.append(f"capability skips: {len(self.skips)} ({detail})")
+        if self.needs_gpu:
+            from . import needs_gpu_report
+
+            lines.append(needs_gpu_report.summary_line(self.needs_gpu.values()))
         if self.leaks:
             lines.append(f"leaks: {len(self.leaks)} test(s) left global state changed (restored)")
             lines.extend(f"  {nodeid} -> {what}" for nodeid, what in self.leaks.items())

@@ -104,6 +104,9 @@ SPECS: Tuple[Spec, ...] = (
          "audit every partition Torch-TensorRT produces: report nodes placed on TensorRT that the declared targets "
          "cannot serve, per test (an error under --trtcap-strict)",
          lambda raw, name: parse_bool(raw, name), default=False, kind="flag"),
+    Spec("needs_gpu", "--trtcap-needs-gpu", "TRTCAP_NEEDS_GPU", "trtcap_needs_gpu",
+         "a test that fails for want of a CUDA device, on a host without one: fail (default) or skip it",
+         _choice("fail", "skip"), default="fail", metavar="{fail,skip}"),
 )
 
 
@@ -117,6 +120,7 @@ class Settings:
     gpu_less_import: Setting = field(default_factory=lambda: Setting("auto", "default"))
     builder_targets: Setting = field(default_factory=lambda: Setting(True, "default"))
     audit: Setting = field(default_factory=lambda: Setting(False, "default"))
+    needs_gpu: Setting = field(default_factory=lambda: Setting("fail", "default"))
 
 
 def add_options(parser: pytest.Parser) -> None:

@@ -34,6 +34,7 @@ RATIOS = (
     "trt_close_large",
     "trt_close_leading_zero_small",
     "trt_close_leading_zero_large",
+    "needs_gpu_suite",
 )
 
 

@@ -120,7 +120,7 @@ def test_verbose_shows_every_header_line(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     header = [line for line in _trtcap_lines(result) if line.startswith("trtcap: ")]
     prefixes = ("trtcap: targets: ", f"trtcap: torch-tensorrt {INSTALLED} (", "trtcap: neutralized: none",
-                "trtcap: builder targets: ", "trtcap: gpu-less import: ")
+                "trtcap: builder targets: ", "trtcap: gpu-less import: ", "trtcap: needs a GPU: fail (default; ")
     assert len(header) == len(prefixes), header
     assert all(line.startswith(prefix) for line, prefix in zip(header, prefixes)), header
 

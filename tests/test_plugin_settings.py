@@ -344,6 +344,7 @@ BAD_VALUES = {
     "neutralize": "linear",
     "strict": "banana",
     "gpu_less_import": "sometimes",
+    "needs_gpu": "sometimes",
     "builder_targets": "maybe",
     "audit": "banana",
 }

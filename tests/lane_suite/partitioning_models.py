@@ -96,7 +96,12 @@ def cpu_memory_budget(per_engine: int = PER_ENGINE_BUDGET) -> int:
     The resource partitioner subtracts the process's resident memory from the budget and divides what is left
     by 4 (ENGINE_COMPILATION_MEMORY_USAGE_MULTIPLIER); Torch-TensorRT's tests hard-code gigabytes for a GPU
     host, this suite states the per-engine budget so the split points do not depend on the host.
+
+    Garbage is collected first: a previous model's weights (36 MiB) freed by the cycle collector between this
+    measurement and the partitioner's own would otherwise leave it 9x the budget, and the split points would
+    depend on when the collector happens to run.
     """
+    gc.collect()
     return psutil.Process().memory_info().rss + 4 * per_engine
 
 

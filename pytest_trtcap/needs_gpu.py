@@ -1,0 +1,250 @@
+"""Tell a test that needs a GPU apart from a test that fails (``--trtcap-needs-gpu skip``).
+
+On a CPU runner, Torch-TensorRT-style suites fail by the hundred for one reason no one can fix there: there is
+no CUDA device. A lane that is red for that reason gets switched off. With ``skip``, a failure (or a module's
+collection error) whose exception chain carries one of the signatures below, on a host where no CUDA device
+exists, is reported as *skipped*, with a reason that starts ``trtcap: needs a GPU: `` and names the line of the
+test's own code that needed it and the error. Nothing else is ever converted.
+
+The signatures, each matched on one exception of the chain:
+
+``cuda-init``
+    torch finding no driver or device, raised inside torch (a test raising the same text is not matched): a
+    ``RuntimeError`` (``torch.AcceleratorError`` included) whose first line starts with one of
+    ``CUDA_INIT_MESSAGES`` - lazy initialisation's "Found no NVIDIA driver on your system", "No CUDA GPUs are
+    available", "CUDA driver initialization failed", and the CUDA runtime's "CUDA error: CUDA driver version is
+    insufficient for CUDA runtime version" (a ``torch.cuda.Stream()`` without a driver) and "CUDA error: no
+    CUDA-capable device is detected" - or the ``AssertionError`` "Torch not compiled with CUDA enabled".
+``trt-engine``
+    Torch-TensorRT creating an engine without a device: the interpreter's ``assert cuda_engine`` on the
+    ``None`` that ``build_engine_with_config`` returns (``torch_tensorrt.dynamo.conversion._TRTInterpreter``).
+    Loading a serialized engine (``TorchTensorRTModule(serialized_engine, ...)``) fails before it deserialises,
+    on torch's CUDA initialisation: ``cuda-init``.
+``cuda-only-kernel``
+    a ``NotImplementedError`` "Could not run 'OP' with arguments from the 'CPU' backend" whose list of
+    available backends names ``CUDA``: a kernel that exists for CUDA only.
+
+The chain is followed through ``__cause__`` (explicit ``raise ... from``), the ``inner_exception`` that
+``torch._dynamo``'s ``BackendCompilerFailed`` wraps, and ``__context__`` only where the exception carrying it
+was raised inside torch/torch_tensorrt/tensorrt (a library re-raising). An ``AssertionError`` (or
+``pytest.fail``) raised by the test's own code is a failure whatever its chain: the test decided.
+
+Nothing here imports torch: the host is probed (``trtcap_guards.targets.host_capabilities``) only after a
+signature matched, by which time torch is imported anyway.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import sysconfig
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Callable, Iterator, List, Optional, Tuple
+
+REASON_PREFIX = "trtcap: needs a GPU: "
+#: Packages whose frames are "the library", not the test.
+LIBRARY_PACKAGES = frozenset({"torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx", "tensorrt_bindings"})
+CUDA_INIT_MESSAGES = (
+    "Found no NVIDIA driver on your system",
+    "No CUDA GPUs are available",
+    "CUDA driver initialization failed",
+    "CUDA error: CUDA driver version is insufficient for CUDA runtime version",
+    "CUDA error: no CUDA-capable device is detected",
+)
+NOT_COMPILED = "Torch not compiled with CUDA enabled"
+_CPU_BACKEND = re.compile(r"^Could not run '([^']+)' with arguments from the 'CPU' backend")
+_AVAILABLE = re.compile(r"is only available for these backends: \[([^\]]*)\]")
+_MAX_TEXT = 200
+_MAX_CHAIN = 32
+#: The test runner's own packages, never "the test's line".
+RUNNER_PACKAGES = frozenset({"_pytest", "pytest", "pluggy", "xdist", "execnet"})
+_STDLIB = tuple(os.path.abspath(sysconfig.get_paths()[key]) + os.sep for key in ("stdlib", "platstdlib"))
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One documented way a failure is caused by the missing device."""
+
+    name: str  # as printed in skip reasons and the summary (and documented in the README's table)
+    matches: Callable[[BaseException], bool]
+
+
+@dataclass(frozen=True)
+class NeedsGpu:
+    """A failure decided to need a GPU: which signature, on which exception, and where the test needed it."""
+
+    signature: Signature
+    exception: BaseException
+    path: Optional[str]  # the innermost frame of the test's own code (absolute), if any
+    lineno: Optional[int]  # 1-based
+
+    def reason(self, rootpath: Optional[str] = None) -> str:
+        where = "unknown location"
+        if self.path is not None:
+            shown = self.path
+            if rootpath is not None:
+                try:
+                    shown = os.path.relpath(self.path, rootpath)
+                except ValueError:  # another drive
+                    shown = self.path
+                if shown.startswith(".."):
+                    shown = self.path
+            where = f"{_printable(shown)}:{self.lineno}"
+        return f"{REASON_PREFIX}{where}: {error_line(self.exception)} (signature: {self.signature.name})"
+
+
+# --- the signatures -----------------------------------------------------------------------------------------
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc)
+    return text.splitlines()[0] if text else ""
+
+
+def _innermost(tb: Optional[TracebackType]) -> Optional[TracebackType]:
+    last = None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    return last
+
+
+def _raised_in(exc: BaseException, module: str, source: str) -> bool:
+    """The exception's innermost frame is in ``module``, on a line whose source is ``source``."""
+    tb = _innermost(exc.__traceback__)
+    if tb is None or tb.tb_frame.f_globals.get("__name__") != module:
+        return False
+    line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_globals).strip()
+    return line == source
+
+
+def _is_cuda_init(exc: BaseException) -> bool:
+    if not _in_library(_innermost(exc.__traceback__)):
+        return False
+    if isinstance(exc, RuntimeError):
+        return _first_line(exc).startswith(CUDA_INIT_MESSAGES)
+    return type(exc) is AssertionError and _first_line(exc) == NOT_COMPILED
+
+
+def _is_trt_engine(exc: BaseException) -> bool:
+    return type(exc) is AssertionError and _raised_in(
+        exc, "torch_tensorrt.dynamo.conversion._TRTInterpreter", "assert cuda_engine"
+    )
+
+
+def _is_cuda_only_kernel(exc: BaseException) -> bool:
+    if type(exc) is not NotImplementedError:
+        return False
+    text = str(exc)
+    available = _AVAILABLE.search(text)
+    return bool(_CPU_BACKEND.match(text)) and available is not None and "CUDA" in available.group(1).split(", ")
+
+
+SIGNATURES: Tuple[Signature, ...] = (
+    Signature("cuda-init", _is_cuda_init),  # torch found no driver or device
+    Signature("trt-engine", _is_trt_engine),  # Torch-TensorRT created or deserialised an engine without a device
+    Signature("cuda-only-kernel", _is_cuda_only_kernel),  # a CUDA-only operator ran on CPU tensors
+)
+
+
+# --- the exception chain ---------------------------------------------------------------------------------------
+
+
+def _in_library(tb: Optional[TracebackType]) -> bool:
+    return tb is not None and _package(tb) in LIBRARY_PACKAGES
+
+
+def _package(tb: TracebackType) -> str:
+    return str(tb.tb_frame.f_globals.get("__name__") or "").partition(".")[0]
+
+
+def chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what caused it: ``__cause__``, ``BackendCompilerFailed.inner_exception``, and ``__context__``
+    where a library raised while handling it; each exception once, at most ``_MAX_CHAIN``."""
+    seen, todo = set(), [exc]
+    while todo and len(seen) < _MAX_CHAIN:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        inner = getattr(current, "inner_exception", None)
+        if type(current).__module__.startswith("torch._dynamo") and isinstance(inner, BaseException):
+            todo.append(inner)
+        if current.__cause__ is not None:
+            todo.append(current.__cause__)
+        elif current.__context__ is not None and not current.__suppress_context__ and _in_library(
+            _innermost(current.__traceback__)
+        ):
+            todo.append(current.__context__)
+
+
+def _decided_by_the_test(exc: BaseException) -> bool:
+    """An assertion (or ``pytest.fail``) the test's own code raised: a failure, whatever led to it."""
+    failed = type(exc).__name__ == "Failed" and type(exc).__module__.startswith("_pytest")
+    return (isinstance(exc, AssertionError) or failed) and not _in_library(_innermost(exc.__traceback__))
+
+
+def _is_test_frame(tb: TracebackType) -> bool:
+    """Code of the project under test: not torch/torch_tensorrt/tensorrt, nor the runner (pytest, pluggy, the
+    standard library's unittest, contextlib, importlib...), nor generated code (``<eval_with_key>.3``)."""
+    filename = tb.tb_frame.f_code.co_filename
+    if _package(tb) in LIBRARY_PACKAGES | RUNNER_PACKAGES or filename.startswith("<"):
+        return False
+    path = os.path.abspath(filename)
+    return not path.startswith(_STDLIB) or f"{os.sep}site-packages{os.sep}" in path
+
+
+def _test_location(*excs: BaseException) -> Tuple[Optional[str], Optional[int]]:
+    """The innermost frame of the test's own code: the line that needed the device. Read from the first of
+    ``excs`` whose traceback has one (the matched exception; else the outermost, e.g. around what dynamo wraps)."""
+    for exc in excs:
+        found: Tuple[Optional[str], Optional[int]] = (None, None)
+        tb = exc.__traceback__
+        while tb is not None:
+            if _is_test_frame(tb):
+                found = (os.path.abspath(tb.tb_frame.f_code.co_filename), tb.tb_lineno)
+            tb = tb.tb_next
+        if found[0] is not None:
+            return found
+    return None, None
+
+
+def classify(exc: BaseException) -> Optional[NeedsGpu]:
+    """The signature this failure carries, or None. Pure: never probes the host, never raises."""
+    try:
+        if _decided_by_the_test(exc):
+            return None
+        for link in chain(exc):
+            for signature in SIGNATURES:
+                if signature.matches(link):
+                    return NeedsGpu(signature, link, *_test_location(link, exc))
+    except Exception:  # a hostile exception (a __str__ that raises...): leave the failure as it is
+        return None
+    return None
+
+
+# --- text --------------------------------------------------------------------------------------------------------
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def error_line(exc: BaseException) -> str:
+    """``Type: first line``, printable, one line; a long line is cut at its first sentence, then at 200 chars."""
+    line = _first_line(exc)
+    if not line:
+        tb = _innermost(exc.__traceback__)
+        if tb is not None:
+            source = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_globals).strip()
+            line = f"`{source}` in {tb.tb_frame.f_globals.get('__name__')}"
+    if len(line) > _MAX_TEXT:
+        sentence = line.find(". ")
+        line = line[: sentence + 1] if 0 < sentence < _MAX_TEXT else line[:_MAX_TEXT] + "..."
+    return _printable(f"{type(exc).__name__}: {line}" if line else type(exc).__name__)
+
+
+def signature_names() -> List[str]:
+    return [s.name for s in SIGNATURES]

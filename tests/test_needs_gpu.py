@@ -1,0 +1,237 @@
+"""The signature table of ``pytest_trtcap.needs_gpu``, on exceptions the real stack raises on this CPU host.
+
+Each signature is reproduced for real (torch without a driver, Torch-TensorRT 2.14 building an engine, a
+CUDA-only kernel), and each "never converted" case too: the test's own assertion, a Python error raised while
+handling a device error, the same text raised by the test itself, a CPU-less kernel that is not CUDA-only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pytest
+
+from pytest_trtcap import needs_gpu
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="reproduces what a host without a CUDA device raises")
+
+HERE = str(Path(__file__).resolve())
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def _raised(fn: Callable[[], Any]) -> BaseException:
+    with pytest.raises(BaseException) as excinfo:
+        fn()
+    return excinfo.value
+
+
+def _signature(exc: BaseException) -> Optional[str]:
+    found = needs_gpu.classify(exc)
+    return None if found is None else found.signature.name
+
+
+# --- cuda-init ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("what, call", [
+    ("tensor to cuda", lambda: torch.zeros(1, device="cuda")),
+    ("module.cuda()", lambda: torch.nn.Linear(2, 2).cuda()),
+    ("device properties", lambda: torch.cuda.get_device_properties(0)),
+    ("synchronize", lambda: torch.cuda.synchronize()),
+    ("event record", lambda: torch.cuda.Event().record()),
+    ("stream", lambda: torch.cuda.Stream()),
+])
+def test_cuda_init_errors_need_a_gpu(what: str, call: Callable[[], Any]) -> None:
+    exc = _raised(call)
+    assert _signature(exc) == "cuda-init", (what, exc)
+
+
+def test_reason_names_the_tests_own_line_and_the_errors_first_line() -> None:
+    exc = _raised(lambda: torch.zeros(1, device="cuda"))  # the frame outside torch is this lambda's line
+    lineno = sys._getframe().f_lineno - 1
+    found = needs_gpu.classify(exc)
+    assert found is not None and (found.path, found.lineno) == (HERE, lineno)
+    reason = found.reason(str(Path(HERE).parent))
+    first = str(exc).splitlines()[0]
+    assert reason == f"trtcap: needs a GPU: test_needs_gpu.py:{lineno}: RuntimeError: {first} (signature: cuda-init)"
+
+
+def test_the_same_text_raised_by_the_test_is_a_failure() -> None:
+    assert _signature(RuntimeError("Found no NVIDIA driver on your system")) is None
+    assert _signature(_raised(lambda: (_ for _ in ()).throw(RuntimeError("No CUDA GPUs are available")))) is None
+
+
+# --- cuda-only-kernel ---------------------------------------------------------------------------------------
+
+
+def test_cuda_only_kernel_needs_a_gpu() -> None:
+    q = torch.randn(1, 2, 4, 8)
+    exc = _raised(lambda: torch.ops.aten._scaled_dot_product_efficient_attention(q, q, q, None, False))
+    assert type(exc) is NotImplementedError and _signature(exc) == "cuda-only-kernel"
+    reason = needs_gpu.classify(exc).reason()
+    assert "NotImplementedError: Could not run 'aten::_scaled_dot_product_efficient_attention' with arguments " \
+           "from the 'CPU' backend." in reason
+    assert len(reason) < 400  # the operator's list of backends is cut
+
+
+def test_a_kernel_missing_on_cpu_that_cuda_lacks_too_is_a_failure() -> None:
+    """An operator with a Meta kernel only: CPU is missing, but so is CUDA; a GPU would not help."""
+    lib = torch.library.Library("trtcap_needs_gpu_test", "DEF")
+    lib.define("meta_only(Tensor x) -> Tensor")
+    lib.impl("meta_only", lambda x: x.clone(), "Meta")
+    exc = _raised(lambda: torch.ops.trtcap_needs_gpu_test.meta_only(torch.ones(1)))
+    assert type(exc) is NotImplementedError and "'CPU' backend" in str(exc)
+    assert _signature(exc) is None
+
+
+# --- trt-engine ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tt() -> Any:
+    if importlib.util.find_spec("torch_tensorrt") is None:
+        pytest.skip("needs Torch-TensorRT")
+    import trtcap_guards as guards
+
+    return guards.import_torch_tensorrt()
+
+
+def test_engine_build_without_a_device_needs_a_gpu(tt: Any) -> None:
+    """Torch-TensorRT's interpreter gets ``None`` from ``build_engine_with_config`` and asserts on it."""
+    model, x = torch.nn.Sequential(torch.nn.ReLU()), torch.randn(2, 3)
+    exported = torch.export.export(model, (x,))
+    exc = _raised(lambda: tt.dynamo.compile(exported, inputs=[x], min_block_size=1, offload_module_to_cpu=True))
+    assert type(exc) is AssertionError and _signature(exc) == "trt-engine"
+    assert "AssertionError: `assert cuda_engine` in torch_tensorrt.dynamo.conversion._TRTInterpreter" in \
+        needs_gpu.classify(exc).reason()
+
+
+def test_engine_build_through_torch_compile_is_found_inside_backend_compiler_failed(tt: Any) -> None:
+    torch._dynamo.reset()
+    compiled = torch.compile(torch.nn.Sequential(torch.nn.ReLU()), backend="torch_tensorrt",
+                             options={"min_block_size": 1, "pass_through_build_failures": True})
+    exc = _raised(lambda: compiled(torch.randn(2, 3)))
+    torch._dynamo.reset()
+    assert type(exc).__name__ == "BackendCompilerFailed"
+    assert _signature(exc) == "trt-engine"
+    exc.__context__ = None  # the wrapped exception alone is enough
+    assert _signature(exc) == "trt-engine"
+    found = needs_gpu.classify(exc)
+    assert found.path == HERE  # the test's line, not dynamo's
+
+
+def test_the_compile_without_offload_fails_on_cuda_init_instead(tt: Any) -> None:
+    model, x = torch.nn.Sequential(torch.nn.ReLU()), torch.randn(2, 3)
+    exc = _raised(lambda: tt.dynamo.compile(torch.export.export(model, (x,)), inputs=[x], min_block_size=1))
+    assert _signature(exc) == "cuda-init"
+
+
+# --- the chain, and what is never converted -------------------------------------------------------------------
+
+
+def _cuda_error() -> BaseException:
+    return _raised(lambda: torch.zeros(1, device="cuda"))
+
+
+def test_explicit_cause_is_followed_and_names_the_line_that_needed_the_device() -> None:
+    def wrap() -> None:
+        try:
+            torch.zeros(1, device="cuda")
+        except RuntimeError as e:
+            raise ValueError("could not set up the model") from e
+
+    found = needs_gpu.classify(_raised(wrap))
+    assert found is not None and found.signature.name == "cuda-init"
+    assert (found.path, found.lineno) == (HERE, wrap.__code__.co_firstlineno + 2)
+
+
+def test_the_tests_own_assertion_is_a_failure_whatever_its_chain() -> None:
+    def check() -> None:
+        try:
+            torch.zeros(1, device="cuda")
+        except RuntimeError as e:
+            raise AssertionError("expected a device") from e
+
+    assert _signature(_raised(check)) is None
+    assert _signature(_raised(lambda: pytest.fail("no device"))) is None
+
+
+def test_a_python_error_while_handling_a_device_error_is_a_failure() -> None:
+    def handle() -> None:
+        try:
+            torch.zeros(1, device="cuda")
+        except RuntimeError:
+            {}["missing"]
+
+    exc = _raised(handle)
+    assert isinstance(exc, KeyError) and exc.__context__ is not None
+    assert _signature(exc) is None
+
+
+@pytest.mark.parametrize("exc", [AssertionError("3 != 2 : The graph should have 2 non-accelerated subgraphs"),
+                                 TypeError("unsupported operand"), ValueError("bad"), KeyboardInterrupt()])
+def test_other_errors_are_failures(exc: BaseException) -> None:
+    assert _signature(exc) is None
+
+
+def test_a_cyclic_chain_ends() -> None:
+    a, b = _cuda_error(), ValueError("b")
+    b.__cause__, a.__cause__ = a, b
+    assert [type(e) for e in needs_gpu.chain(b)] == [ValueError, RuntimeError]
+
+
+def test_a_hostile_exception_is_left_a_failure() -> None:
+    class Hostile(RuntimeError):
+        def __str__(self) -> str:
+            raise ValueError("no text for you")
+
+    def raise_it() -> None:
+        try:
+            torch.zeros(1, device="cuda")
+        except RuntimeError as e:
+            raise Hostile() from e
+
+    found = needs_gpu.classify(_raised(raise_it))
+    assert found is not None and found.signature.name == "cuda-init" and found.reason()
+
+
+def test_odd_text_is_printed_printable() -> None:
+    exc = _cuda_error()
+    exc.args = ("Found no NVIDIA driver on your system\x1b[31m FAKE\r\x00 \nPASSED second line",)
+    reason = needs_gpu.classify(exc).reason()
+    assert "\x1b" not in reason and "\r" not in reason and "\x00" not in reason and "\n" not in reason
+    assert "second line" not in reason and "\\x1b[31m" in reason
+
+
+# --- the table is documented --------------------------------------------------------------------------------
+
+
+def test_every_signature_is_documented_in_the_module_and_the_readme() -> None:
+    assert needs_gpu.signature_names() == ["cuda-init", "trt-engine", "cuda-only-kernel"]
+    doc, readme = " ".join(needs_gpu.__doc__.split()), " ".join(README.split())
+    for name in needs_gpu.signature_names():
+        assert f"``{name}``" in doc
+        assert f"| `{name}` |" in readme
+    for message in (*needs_gpu.CUDA_INIT_MESSAGES, needs_gpu.NOT_COMPILED):
+        assert message in doc and f"`{message}`" in readme
+
+
+def test_loading_a_serialized_engine_fails_on_cuda_init(tt: Any) -> None:
+    """An engine TensorRT-RTX builds on CPU (``build_serialized_network``), loaded into Torch-TensorRT's module:
+    the load needs the device before it ever deserialises."""
+    import tensorrt as trt
+    from torch_tensorrt.dynamo.runtime import TorchTensorRTModule
+
+    builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
+    network = builder.create_network(0)
+    out = network.add_activation(network.add_input("x", trt.float32, (2, 3)), trt.ActivationType.RELU).get_output(0)
+    out.name = "y"
+    network.mark_output(out)
+    serialized = builder.build_serialized_network(network, builder.create_builder_config())
+    assert serialized is not None
+    exc = _raised(lambda: TorchTensorRTModule(bytes(serialized), ["x"], ["y"], name="engine"))
+    assert _signature(exc) == "cuda-init"
