@@ -40,6 +40,8 @@ class Result:
     #: which is the ratio checked; the medians of each side are printed beside it.
     paired: Optional[float] = None
     rounds: int = 0
+    #: Check the ratio of the medians instead of the per-round median (both are printed either way).
+    by_ratio_of_medians: bool = False
 
     @property
     def ratio_of_medians(self) -> float:
@@ -47,7 +49,7 @@ class Result:
 
     @property
     def ratio(self) -> float:
-        return self.paired if self.paired is not None else self.ratio_of_medians
+        return self.paired if self.paired is not None and not self.by_ratio_of_medians else self.ratio_of_medians
 
     @property
     def verdict(self) -> str:
@@ -65,6 +67,10 @@ class Result:
 
     def line(self) -> str:
         problems = "".join(f"; PROBLEM: {p}" for p in self.problems)
+        if self.paired is not None and self.by_ratio_of_medians:
+            return (f"ratio {self.name}: {self.ratio:.3f} (ratio of medians {fmt(self.value, self.unit)} vs baseline "
+                    f"{fmt(self.baseline, self.unit)}; median of {self.rounds} per-round ratios {self.paired:.3f}; "
+                    f"{self.verdict}{problems})")
         if self.paired is not None:
             return (f"ratio {self.name}: {self.ratio:.3f} (median of {self.rounds} per-round ratios; medians "
                     f"{fmt(self.value, self.unit)} vs baseline {fmt(self.baseline, self.unit)}, ratio of medians "

@@ -14,15 +14,14 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence, Tuple, Union
 
+from .environment import BACKENDS, ENV_BACKEND, ENV_TARGETS
+
 Capability = Tuple[int, int]
 
-ENV_TARGETS = "TRTCAP_TARGET_SM"
-ENV_BACKEND = "TRTCAP_BACKEND"
 
 TURING: Capability = (7, 5)
 #: Compute capabilities TensorRT-RTX builds engines for (``tensorrt_rtx.ComputeCapability``).
 RTX_SUPPORTED: Tuple[Capability, ...] = ((7, 5), (8, 0), (8, 6), (8, 9), (12, 0), (12, 1))
-BACKENDS = ("auto", "rtx", "standard")
 
 _DOTTED = re.compile(r"^(\d{1,2})\.(\d)$")
 _COMPACT = re.compile(r"^(?:sm_?)?(\d{1,2})(\d)$", re.IGNORECASE)

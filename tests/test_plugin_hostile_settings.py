@@ -148,7 +148,7 @@ def test_a_rule_target_in_other_case_is_refused_without_importing_torch_tensorrt
         monkeypatch.setenv("TRTCAP_NEUTRALIZE", "aten.mm.default,ATEN.LINEAR.DEFAULT")
     else:
         pytester.makeini("[pytest]\ntrtcap_neutralize = ATEN.LINEAR.DEFAULT\n")
-    result = pytester.runpytest(*args)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)  # a process without torch_tensorrt
     assert result.ret == USAGE_ERROR
     _clean(result)
     result.stderr.fnmatch_lines(["ERROR: trtcap: *: 'ATEN.LINEAR.DEFAULT' is not a converter target (converter targets "
