@@ -143,13 +143,17 @@ def parse_backend(text: str, name: str = ENV_BACKEND) -> str:
 # --- process-wide declarations ---------------------------------------------------------------
 
 
-@dataclass
 class _Declared:
-    targets: Optional[Tuple[Capability, ...]] = None
-    targets_origin: str = "declared"
-    backend: Optional[str] = None
-    backend_origin: str = "declared"
-    version: int = 0
+    """The process-wide declarations (a plain class: this module loads whenever the plugin registers its markers)."""
+
+    __slots__ = ("targets", "targets_origin", "backend", "backend_origin", "version")
+
+    def __init__(self) -> None:
+        self.targets: Optional[Tuple[Capability, ...]] = None
+        self.targets_origin = "declared"
+        self.backend: Optional[str] = None
+        self.backend_origin = "declared"
+        self.version = 0
 
 
 _declared = _Declared()

@@ -275,6 +275,17 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
 # --- per test: capability skips and isolation -------------------------------------------------------------
 
 
+def _loaded_registry() -> Any:
+    """The guards' registry module where something loaded it; a session that never did has nothing to report
+    from it, and loading it only to say so would cost every unrelated pytest run."""
+    return sys.modules.get("trtcap_guards.registry")
+
+
+def _fired() -> Dict[Any, int]:
+    registry = _loaded_registry()
+    return registry.fired() if registry is not None else {}
+
+
 def _isolated(item: pytest.Item) -> bool:
     return item.get_closest_marker(markers.NO_ISOLATION) is None
 
@@ -287,7 +298,7 @@ class SessionPlugin:
         self.leaks: Dict[str, str] = {}  # filled from reports, so they are right under xdist too
         self.skips: Dict[str, str] = {}
         self.held: Optional[pytest.Item] = None  # the test between hold and release
-        self.fired_before = guards.fired()  # guards fired in this process before the session
+        self.fired_before = _fired()  # guards fired in this process before the session
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -399,7 +410,7 @@ class SessionPlugin:
 
     def fired_counts(self) -> Counter:
         """What the guards kept off TensorRT during this session: here, or summed over xdist workers."""
-        counts: Counter = Counter(guards.fired())
+        counts: Counter = Counter(_fired())
         counts.subtract(self.fired_before)
         for worker in self.state.worker_status:
             for rule, target, n in worker.get("fired", ()):
@@ -415,7 +426,8 @@ class SessionPlugin:
         if self.leaks:
             lines.append(f"leaks: {len(self.leaks)} test(s) left global state changed (restored)")
             lines.extend(f"  {nodeid} -> {what}" for nodeid, what in self.leaks.items())
-        neutral = guards.neutralized()
+        registry = _loaded_registry()
+        neutral = registry.neutralized() if registry is not None else ()
         if neutral:
             lines.append(f"neutralized guards: {', '.join(neutral)}")
         fired = self.fired_counts()
