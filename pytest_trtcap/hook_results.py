@@ -7,22 +7,30 @@ implementation is called on its own, in pluggy's order, so a bad value can be tr
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, List, NamedTuple, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 import pytest
 
 ISOLATED_STATE = "pytest_trtcap_isolated_state"
 
 
-class HookResult(NamedTuple):
-    value: Any
-    where: str  # the implementing conftest's or plugin's file, else its registered name
+class HookResult:
+    """One implementation's return value and where it lives (plain classes: this module loads in every session)."""
+
+    __slots__ = ("value", "where")
+
+    def __init__(self, value: Any, where: str) -> None:
+        self.value = value
+        self.where = where  # the implementing conftest's or plugin's file, else its registered name
 
 
-class StateEntry(NamedTuple):
-    label: str
-    snapshot: Callable[[], Any]
-    restore: Callable[[Any], None]
+class StateEntry:
+    """A checked ``(label, snapshot, restore)`` entry of ``pytest_trtcap_isolated_state``."""
+
+    __slots__ = ("label", "snapshot", "restore")
+
+    def __init__(self, label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None]) -> None:
+        self.label, self.snapshot, self.restore = label, snapshot, restore
 
 
 def _where(impl: Any) -> str:

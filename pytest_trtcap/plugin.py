@@ -46,9 +46,12 @@ class TrtcapState:
     def user_state_entries(self) -> list:
         """The project's isolated-state entries; a usage error naming the hook, file and value if ill-shaped."""
         if self.user_state is None:
-            from .hook_results import isolated_state_entries
+            entries: list = []
+            if self.config.hook.pytest_trtcap_isolated_state.get_hookimpls():  # a project implements it
+                from .hook_results import isolated_state_entries
 
-            self.user_state = isolated_state_entries(self.config)
+                entries = isolated_state_entries(self.config)
+            self.user_state = entries
         return self.user_state
 
     def get_isolation(self) -> isolation.Isolation:
@@ -56,8 +59,8 @@ class TrtcapState:
             from . import isolation
 
             specs = isolation.builtin_specs()
-            for label, snapshot, restore in self.user_state_entries():
-                specs.append(isolation.user_spec(label, snapshot, restore))
+            for entry in self.user_state_entries():
+                specs.append(isolation.user_spec(entry.label, entry.snapshot, entry.restore))
             self.isolation = isolation.Isolation(specs)
         return self.isolation
 
