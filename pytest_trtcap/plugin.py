@@ -362,9 +362,24 @@ class SessionPlugin:
         return None
 
     @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Check the project's isolated-state hook results here too: under xdist this is the controller's one
+        chance, before it starts the workers (a usage error raised in a worker is an INTERNALERROR)."""
+        if self._implements_isolated_state():
+            from .hook_results import isolated_state_entries
+
+            isolated_state_entries(self.state.config)  # checked only; conftests found later may add entries
+
+    def _implements_isolated_state(self) -> bool:
+        return bool(self.state.config.hook.pytest_trtcap_isolated_state.get_hookimpls())
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Before the first test: the project's isolated-state hook results, and the neutralized targets against
-        the registry where collection imported Torch-TensorRT."""
+        the registry where collection imported Torch-TensorRT. Not in an xdist worker, which cannot stop the
+        session cleanly: there a bad hook result fails each test as before, and the controller checked what it could."""
+        if getattr(session.config, "workerinput", None) is not None:
+            return
         self.state.user_state_entries()
         neutralize = self.state.settings.neutralize
         if neutralize.value:

@@ -257,3 +257,25 @@ def test_hook_targets_answer_the_import_time_queries_and_the_header_says_so(pyte
     ])
     result.stdout.fnmatch_lines(["*- trtcap -*", "gpu-less import: applied (device queries answered with 7.5*"])
     assert "answered with 8.9" not in result.stdout.str()
+
+
+def test_isolated_state_hook_of_the_wrong_shape_under_xdist_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """The controller checks before it starts the workers: exit 4, not an INTERNALERROR from a worker."""
+    conftest = pytester.makeconftest(STATE_CONFTEST.format(returned="('store', list, print)"))
+    pytester.makepyfile("def test_one(): pass\ndef test_two(): pass")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    assert result.ret == USAGE_ERROR
+    _clean(result)
+    result.stderr.fnmatch_lines([f"ERROR: trtcap: hook pytest_trtcap_isolated_state in {conftest}: *single entry*"])
+
+
+def test_an_entry_from_a_conftest_found_during_collection_is_still_held(pytester: pytest.Pytester) -> None:
+    """Checking early must not freeze the entries: a conftest in a package loaded at collection adds its own."""
+    pytester.mkpydir("pkg")
+    pytester.path.joinpath("pkg", "conftest.py").write_text(STATE_CONFTEST.format(
+        returned="[('pkg store', lambda: list(STORE), lambda v: STORE.__setitem__(slice(None), v))]"))
+    pytester.path.joinpath("pkg", "test_leak.py").write_text(
+        "from .conftest import STORE\ndef test_a(): STORE.append(1)\ndef test_b(): assert STORE == []\n")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")  # pkg/ found collecting
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*test_a* leaked global state: *pkg store*"])
