@@ -224,16 +224,14 @@ def installed_backend() -> str:
     if features is not None:
         return "rtx" if getattr(features, "tensorrt_rtx", False) else "standard"
     if _installed_backend is None:
-        from importlib import metadata
+        from .distributions import installed_versions
 
+        installed = installed_versions()
         found = "absent"
         for dist, backend in (("torch-tensorrt-rtx", "rtx"), ("torch-tensorrt", "standard")):
-            try:
-                metadata.distribution(dist)
-            except metadata.PackageNotFoundError:
-                continue
-            found = backend
-            break
+            if dist in installed:
+                found = backend
+                break
         _installed_backend = found
     return _installed_backend
 
@@ -243,14 +241,9 @@ def torch_tensorrt_version() -> Optional[str]:
     tt = sys.modules.get("torch_tensorrt")
     if getattr(tt, "__version__", None):
         return str(tt.__version__)
-    from importlib import metadata
+    from .distributions import installed_versions
 
-    for dist in ("torch-tensorrt-rtx", "torch-tensorrt"):
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
+    return next(iter(installed_versions().values()), None)
 
 
 def host_capabilities(probe: bool = True) -> Optional[Tuple[Capability, ...]]:

@@ -50,3 +50,18 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no_such_name"):
         trtcap_guards.no_such_name  # noqa: B018
     assert not hasattr(trtcap_guards, "no_such_name")
+
+
+def test_the_distribution_scan_agrees_with_importlib_metadata() -> None:
+    """The header's backend and version come from a scan of sys.path, not importlib.metadata's full index."""
+    from importlib import metadata
+
+    from trtcap_guards.distributions import TORCH_TENSORRT, installed_versions
+
+    expected = {}
+    for dist in TORCH_TENSORRT:
+        try:
+            expected[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    assert installed_versions() == expected
