@@ -77,6 +77,14 @@ def test_unsupported_target_under_an_error_filter_is_a_usage_error(
     ])
 
 
+def test_unsupported_target_under_an_error_filter_with_xdist_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(GEMM_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-W", "error", "--trt-target-sm", "9.0")
+    assert result.ret == USAGE_ERROR
+    _clean(result)
+    result.stderr.fnmatch_lines(["ERROR: trtcap: --trt-target-sm: TensorRT-RTX does not build for 9.0; *"])
+
+
 @pytest.mark.parametrize("where", ["cli", "env", "hook"])
 def test_unsupported_target_warns_once_per_run_from_every_source(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
