@@ -42,7 +42,8 @@ _EXPORTS: Dict[str, tuple] = {
         "cdist_forward_capability_validator", "convolution_capability_validator", "gemm_capability_validator",
         "rejecting_rule")},
 }
-_SUBMODULES = ("builder", "environment", "gpuless", "registry", "rules", "targets", "validators")
+_SUBMODULES = ("builder", "capabilities", "distributions", "environment", "gpuless", "registry", "rules", "targets",
+               "validators")
 
 
 def __getattr__(name: str) -> Any:
