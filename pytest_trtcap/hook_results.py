@@ -33,6 +33,16 @@ class StateEntry:
         self.label, self.snapshot, self.restore = label, snapshot, restore
 
 
+def shown(value: Any, limit: int = 300) -> str:
+    """``repr(value)`` on one line and bounded, for an error message; never raises (a project's ``__repr__`` may)."""
+    try:
+        text = repr(value)
+    except Exception as exc:  # noqa: BLE001 - any failure of foreign code is reported, not raised
+        text = f"<{type(value).__name__} object; repr() raised {type(exc).__name__}>"
+    text = text.replace("\n", "\\n").replace("\r", "\\r")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _where(impl: Any) -> str:
     return str(getattr(impl.plugin, "__file__", None) or impl.plugin_name)
 
@@ -73,7 +83,7 @@ def _state_entries(found: HookResult) -> List[StateEntry]:
         value, problem = bad, "an entry of another shape"
     raise pytest.UsageError(
         f"trtcap: hook {ISOLATED_STATE} in {found.where}: expected a list of (label: str, snapshot(), "
-        f"restore(value)) entries, got {problem}: {value!r}"
+        f"restore(value)) entries, got {problem}: {shown(value)}"
     )
 
 

@@ -178,7 +178,7 @@ def resolve(config: pytest.Config) -> Settings:
     """All settings; raises ``pytest.UsageError`` naming the option, variable or ini key and the bad value."""
 
     def target_hook() -> Optional[Setting]:
-        from .hook_results import first_result
+        from .hook_results import first_result, shown
 
         found = first_result(config.hook.pytest_trtcap_target_capabilities, config=config)
         if found is None:
@@ -186,8 +186,8 @@ def resolve(config: pytest.Config) -> Settings:
         source = "hook pytest_trtcap_target_capabilities"
         try:
             return Setting(guards.targets.coerce_targets(found.value, source, warn=False), source)
-        except Exception as exc:  # ValueError, or an iterable that fails while iterated: name it all the same
-            detail = str(exc) if isinstance(exc, ValueError) else f"{source}: cannot read {found.value!r} ({exc!r})"
+        except Exception as exc:  # ValueError, or a value that fails while iterated or shown: name it all the same
+            detail = str(exc) if isinstance(exc, ValueError) else f"{source}: cannot read {shown(found.value)} ({shown(exc)})"
             raise pytest.UsageError(f"trtcap: {detail} (returned by {found.where})") from None
 
     out = Settings()

@@ -287,3 +287,28 @@ def test_an_entry_from_a_conftest_found_during_collection_is_still_held(pytester
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")  # pkg/ found collecting
     result.assert_outcomes(passed=2, warnings=1)
     result.stdout.fnmatch_lines(["*test_a* leaked global state: *pkg store*"])
+
+
+@pytest.mark.parametrize("hook", ["pytest_trtcap_target_capabilities", "pytest_trtcap_isolated_state"])
+def test_a_hook_value_whose_repr_raises_or_spans_lines_is_still_one_clean_error(pytester: pytest.Pytester, hook: str) -> None:
+    pytester.makeconftest(f"""
+        class Hostile:
+            def __iter__(self):
+                raise RuntimeError("no")
+            def __repr__(self):
+                raise RuntimeError("no repr")
+
+        class Lines:
+            def __repr__(self):
+                return "first\\nERROR: forged"
+
+        def {hook}(config):
+            return [Hostile(), Lines()] if "{hook}".endswith("capabilities") else [(Lines(), list, print)]
+    """)
+    pytester.makepyfile("def test_one(): pass")
+    result = pytester.runpytest()
+    assert result.ret == USAGE_ERROR
+    _clean(result)
+    err = result.stderr.str()
+    assert f"ERROR: trtcap: hook {hook}" in err
+    assert "\nERROR: forged" not in err
