@@ -58,11 +58,15 @@ NOTES = [
     "two runs close in time compare better than two medians of runs taken at different moments.",
     "- **plugin load**: wall time of a fresh `python -m pytest --collect-only -q test_one.py` process (a one-test "
     "file in a temporary directory with an empty `pytest.ini`), with the plugin against `-p no:trtcap`, alternated "
-    "run by run (ABBA...), after warm-up runs. The target is checked with Python's default bytecode "
-    "caching; this machine sets `PYTHONDONTWRITEBYTECODE=1`, under which every pytest process rewrites and "
-    "compiles the plugin's source (pytest's own modules keep the `.pyc` files pip wrote): that case is measured "
-    "too, from a source-only copy of the packages, for information. A separate fresh process checks that loading "
-    "the plugin imports neither torch, torch_tensorrt nor tensorrt.",
+    "run by run (ABBA...), after warm-up runs. Checked by the ratio of medians (<= 1.02), with Python's default "
+    "bytecode caching and with `PYTHONDONTWRITEBYTECODE=1` (set on this machine: every pytest process compiles "
+    "the plugin's source, measured from a source-only copy of the packages; pytest's own modules keep the `.pyc` "
+    "files pip wrote). A separate fresh process checks that loading the plugin imports neither torch, "
+    "torch_tensorrt nor tensorrt.",
+    "- **import cost**: `python -X importtime -c \"import pytest, importlib.metadata; import MODULE\"` in fresh "
+    "processes, `pytest_trtcap.plugin` and `_hypothesis_pytestplugin` alternated round by round; the module's "
+    "cumulative column (pytest's own import is outside it). Target <= 8 ms with bytecode caches; without them "
+    "(source-only copy) for information.",
     "- **isolation per test**: in process, with torch_tensorrt imported (`guards.import_torch_tensorrt()`): "
     "`Isolation(builtin_specs()).hold()` + `release()` on an unchanged registry, against the naive reset fixture "
     "(`{k: list(v)}` of `DYNAMO_ATEN_CONVERTERS` and `list(ATOMIC_SUBGRAPHS)`, restored with `clear()`/`update()` "

@@ -15,67 +15,53 @@ if __name__ != "trtcap_guards":
         "(install the project, e.g. pip install -e .)"
     )
 
-from .builder import (
-    BuilderTargets,
-    apply_builder_targets,
-    builder_targets,
-    builder_targets_enabled,
-    builder_targets_installed,
-    enable_builder_targets,
-    plan_builder_targets,
-    upstream_sets_builder_targets,
-)
-from .gpuless import answer_device_queries, import_torch_tensorrt, install_import_hook, remove_import_hook
-from .gpuless import status as gpu_less_import_status
-from .registry import (
-    fired,
-    install,
-    installed,
-    is_installed,
-    neutralize,
-    neutralized,
-    parse_target_name,
-    uninstall,
-    upstream_guarded_targets,
-)
-from .state import GuardsState, restore_state, state_snapshot
-from .rules import RULES, Rule, explicit_targets, markers, rules_for
-from .targets import (
-    ENV_BACKEND,
-    ENV_TARGETS,
-    RTX_SUPPORTED,
-    TURING,
-    CapabilityDecision,
-    UnsupportedTargetWarning,
-    capability_decision,
-    clear_declared_targets,
-    declare_backend,
-    declare_targets,
-    format_targets,
-    get_target_compute_capabilities,
-    parse_backend,
-    parse_targets,
-    torch_tensorrt_version,
-    trt_rtx_targets_turing,
-    turing_safe_gemm_dtype,
-)
-from .validators import (
-    VALIDATORS,
-    attention_capability_validator,
-    bf16_capability_validator,
-    cdist_forward_capability_validator,
-    convolution_capability_validator,
-    gemm_capability_validator,
-    rejecting_rule,
-)
+import importlib
+from typing import Any, Dict, List
+
+#: Public name -> (submodule, attribute). Imported on first use (PEP 562): the pytest plugin loads in every pytest
+#: run of an environment, and most runs never ask the guards anything.
+_EXPORTS: Dict[str, tuple] = {
+    **{name: ("builder", name) for name in (
+        "BuilderTargets", "apply_builder_targets", "builder_targets", "builder_targets_enabled",
+        "builder_targets_installed", "enable_builder_targets", "plan_builder_targets", "upstream_sets_builder_targets")},
+    **{name: ("gpuless", name) for name in (
+        "answer_device_queries", "import_torch_tensorrt", "install_import_hook", "remove_import_hook")},
+    "gpu_less_import_status": ("gpuless", "status"),
+    **{name: ("registry", name) for name in (
+        "fired", "install", "installed", "is_installed", "neutralize", "neutralized", "parse_target_name", "uninstall",
+        "upstream_guarded_targets")},
+    **{name: ("rules", name) for name in ("RULES", "Rule", "explicit_targets", "markers", "rules_for")},
+    "unreviewed_targets": ("review", "unreviewed_targets"),
+    **{name: ("state", name) for name in ("GuardsState", "restore_state", "state_snapshot")},
+    **{name: ("environment", name) for name in ("ENV_BACKEND", "ENV_TARGETS")},
+    **{name: ("targets", name) for name in (
+        "RTX_SUPPORTED", "TURING", "CapabilityDecision", "UnsupportedTargetWarning", "capability_decision",
+        "clear_declared_targets", "declare_backend", "declare_targets", "format_targets",
+        "get_target_compute_capabilities", "parse_backend", "parse_targets", "torch_tensorrt_version",
+        "trt_rtx_targets_turing", "turing_safe_gemm_dtype")},
+    **{name: ("validators", name) for name in (
+        "VALIDATORS", "attention_capability_validator", "bf16_capability_validator",
+        "cdist_forward_capability_validator", "convolution_capability_validator", "gemm_capability_validator",
+        "rejecting_rule")},
+}
+_SUBMODULES = ("builder", "capabilities", "distributions", "environment", "gpuless", "registry", "review",
+               "review_2_14", "rules", "state", "targets", "validators")
 
 
-def unreviewed_targets(registry: object = None) -> tuple:
-    """The live converter registry's targets the checked-in review does not cover (see :mod:`trtcap_guards.review`;
-    loaded here on first use, since the plugin imports this package in every pytest run)."""
-    from .review import unreviewed_targets as unreviewed
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        module, attribute = _EXPORTS[name]
+        value = getattr(importlib.import_module(f".{module}", __name__), attribute)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later look-ups are plain attribute reads
+    return value
 
-    return unreviewed(registry)
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))
 
 
 __all__ = [

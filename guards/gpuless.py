@@ -11,29 +11,46 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import sys
-from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
-from .targets import Capability, capability_decision, format_capability
+Capability = Tuple[int, int]  # as in .targets, which loads with the first answer, not with the import hook
+
+
+def _format(cap: Capability) -> str:
+    from .targets import format_capability
+
+    return format_capability(cap)
+
 
 #: Answered when nothing is declared: a TensorRT-RTX capability that no import-time check singles out.
 DEFAULT_ANSWER: Capability = (8, 9)
 
 
-@dataclass
 class GpuLessStatus:
-    applied: bool = False
-    capability: Optional[Capability] = None
-    detail: str = "not attempted"
-    at_import: Optional[Capability] = None  # what the import itself was answered, where targets came later
+    """Whether the import-time device queries were answered, with what, and why (not); one per process.
+
+    A plain class, not a dataclass: this module loads in every pytest run (the plugin arms the import hook).
+    """
+
+    __slots__ = ("applied", "capability", "detail", "at_import")
+
+    def __init__(self) -> None:
+        self.applied = False
+        self.capability: Optional[Capability] = None
+        self.detail = "not attempted"
+        self.at_import: Optional[Capability] = None  # what the import itself was answered, where targets came later
+
+    def __repr__(self) -> str:
+        return (f"GpuLessStatus(applied={self.applied!r}, capability={self.capability!r}, detail={self.detail!r}, "
+                f"at_import={self.at_import!r})")
 
     def describe(self) -> str:
         if self.applied and self.capability is not None:
             earlier = ""
             if self.at_import not in (None, self.capability):
-                earlier = f"; {format_capability(self.at_import)} during the import, before the targets were known"
-            return f"applied (device queries answered with {format_capability(self.capability)}{earlier})"
+                earlier = f"; {_format(self.at_import)} during the import, before the targets were known"
+            return f"applied (device queries answered with {_format(self.capability)}{earlier})"
         return self.detail
 
 
@@ -54,6 +71,8 @@ def answer_device_queries(capability: Optional[Capability] = None) -> bool:
         _status.detail = "not needed (CUDA device present)"
         return False
     if capability is None:
+        from .targets import capability_decision
+
         try:
             declared = capability_decision(probe_host=False).targets
         except ValueError:
@@ -72,7 +91,7 @@ def answer_device_queries(capability: Optional[Capability] = None) -> bool:
     torch.cuda.get_device_capability = get_device_capability
     torch.cuda.current_device = current_device
     _status.applied, _status.capability = True, answer
-    _status.detail = f"applied ({format_capability(answer)})"
+    _status.detail = f"applied ({_format(answer)})"
     return True
 
 
@@ -84,7 +103,7 @@ def follow_targets(capability: Optional[Capability]) -> None:
     if _status.at_import is None:
         _status.at_import = _status.capability
     _status.capability = (int(capability[0]), int(capability[1]))
-    _status.detail = f"applied ({format_capability(_status.capability)})"
+    _status.detail = f"applied ({_format(_status.capability)})"
 
 
 def import_torch_tensorrt(capability: Optional[Capability] = None) -> ModuleType:

@@ -8,149 +8,39 @@ import: the host device is probed lazily, once, and only when nothing was declar
 from __future__ import annotations
 
 import os
-import re
 import sys
-import warnings
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, Optional, Tuple, Union
 
-Capability = Tuple[int, int]
-
-ENV_TARGETS = "TRTCAP_TARGET_SM"
-ENV_BACKEND = "TRTCAP_BACKEND"
-
-TURING: Capability = (7, 5)
-#: Compute capabilities TensorRT-RTX builds engines for (``tensorrt_rtx.ComputeCapability``).
-RTX_SUPPORTED: Tuple[Capability, ...] = ((7, 5), (8, 0), (8, 6), (8, 9), (12, 0), (12, 1))
-BACKENDS = ("auto", "rtx", "standard")
-
-_DOTTED = re.compile(r"^(\d{1,2})\.(\d)$")
-_COMPACT = re.compile(r"^(?:sm_?)?(\d{1,2})(\d)$", re.IGNORECASE)
-
-
-class UnsupportedTargetWarning(UserWarning):
-    """A declared capability that TensorRT-RTX does not build engines for."""
-
-
-def format_capability(cap: Capability) -> str:
-    return f"{cap[0]}.{cap[1]}"
-
-
-def format_targets(targets: Sequence[Capability]) -> str:
-    return ",".join(format_capability(c) for c in targets) or "none"
-
-
-def _parse_one(item: str, name: str, text: str) -> Capability:
-    m = _DOTTED.match(item)
-    if m is None and not item.count("."):
-        m = _COMPACT.match(item)
-    if m is None:
-        raise ValueError(
-            f"{name}: invalid compute capability {item!r} in {text!r}; "
-            "expected forms like 7.5, 75, sm_75 or SM75, comma-separated"
-        )
-    return (int(m.group(1)), int(m.group(2)))
-
-
-def _parse_text(text: str, name: str) -> Tuple[Capability, ...]:
-    items = [part.strip() for part in text.split(",")]
-    if any(not item for item in items):
-        raise ValueError(f"{name}: empty compute capability in {text!r}")
-    return tuple(dict.fromkeys(_parse_one(item, name, text) for item in items))
-
-
-def _pair(value: Any, name: str) -> Capability:
-    """``(7, 5)`` -> (7, 5); the same range the text forms allow (major 0-99, minor 0-9), else a ValueError."""
-    if (
-        isinstance(value, (tuple, list))
-        and len(value) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-        and 0 <= value[0] <= 99
-        and 0 <= value[1] <= 9
-    ):
-        return (int(value[0]), int(value[1]))
-    raise ValueError(
-        f"{name}: invalid compute capability {value!r}; expected a (major, minor) pair such as (7, 5) "
-        "(major 0-99, minor 0-9) or a string such as '7.5'"
-    )
-
-
-def unsupported_message(caps: Sequence[Capability], name: str) -> Optional[str]:
-    """The ``UnsupportedTargetWarning`` text for the capabilities TensorRT-RTX does not build for, or None."""
-    unsupported = [c for c in caps if c not in RTX_SUPPORTED]
-    if not unsupported:
-        return None
-    return (
-        f"{name}: TensorRT-RTX does not build for {format_targets(unsupported)}; "
-        f"it supports {format_targets(RTX_SUPPORTED)}; {format_targets(unsupported)} is never passed to the "
-        "TensorRT-RTX builder (no ComputeCapability for it)"
-    )
-
-
-def _warn_unsupported(caps: Sequence[Capability], name: str, stacklevel: int) -> None:
-    """Warn every time the warnings filters say so (no once-per-process memory of our own)."""
-    message = unsupported_message(caps, name)
-    if message is not None:
-        warnings.warn(message, UnsupportedTargetWarning, stacklevel=stacklevel + 1)
-
-
-#: ``TRTCAP_TARGET_SM`` values already parsed under that name: the predicate, which re-reads the variable on
-#: every cache miss, reports an unsupported target in a value nobody has read before, and only once.
-_env_seen: set = set()
-
-
-def parse_targets(text: str, name: str = ENV_TARGETS, *, warn: bool = True) -> Tuple[Capability, ...]:
-    """Parse ``7.5``, ``75``, ``sm_75``, ``SM75`` or a comma list; errors name ``name`` and the value.
-
-    Spaces around an item are ignored; inside one (``7 .5``, ``sm 75``) they are an error. A capability
-    TensorRT-RTX does not build for is an ``UnsupportedTargetWarning`` (unless ``warn`` is False).
-    """
-    if not isinstance(text, str):
-        raise ValueError(f"{name}: expected a string of compute capabilities, got {text!r}")
-    caps = _parse_text(text, name)
-    if name == ENV_TARGETS:
-        _env_seen.add(text)
-    if warn:
-        _warn_unsupported(caps, name, stacklevel=2)
-    return caps
-
-
-def coerce_targets(targets: Any, name: str, *, warn: bool = True) -> Tuple[Capability, ...]:
-    """A string (``parse_targets``) or an iterable of strings and ``(major, minor)`` pairs; ValueError naming
-    ``name`` and the value otherwise. Warns about unsupported capabilities like ``parse_targets``."""
-    if isinstance(targets, str):
-        caps = _parse_text(targets, name)
-    else:
-        if isinstance(targets, (bytes, bytearray, dict)) or not isinstance(targets, Iterable):
-            raise ValueError(
-                f"{name}: expected a string like '7.5,8.9' or (major, minor) pairs such as [(7, 5)], got {targets!r}"
-            )
-        found: list = []
-        for t in targets:
-            found.extend(_parse_text(t, name) if isinstance(t, str) else [_pair(t, name)])
-        caps = tuple(dict.fromkeys(found))
-    if warn:
-        _warn_unsupported(caps, name, stacklevel=3)
-    return caps
-
-
-def parse_backend(text: str, name: str = ENV_BACKEND) -> str:
-    value = text.strip().lower() if isinstance(text, str) else text
-    if value not in BACKENDS:
-        raise ValueError(f"{name}: invalid backend {text!r}; choose one of {', '.join(BACKENDS)}")
-    return value
-
+from .capabilities import (  # noqa: F401  (re-exported: trtcap_guards.targets.parse_targets and the rest)
+    RTX_SUPPORTED,
+    TURING,
+    Capability,
+    UnsupportedTargetWarning,
+    coerce_targets,
+    format_capability,
+    format_targets,
+    parse_backend,
+    parse_targets,
+    read_env_targets,
+    unsupported_message,
+)
+from .environment import ENV_BACKEND, ENV_TARGETS
 
 # --- process-wide declarations ---------------------------------------------------------------
 
 
-@dataclass
 class _Declared:
-    targets: Optional[Tuple[Capability, ...]] = None
-    targets_origin: str = "declared"
-    backend: Optional[str] = None
-    backend_origin: str = "declared"
-    version: int = 0
+    """The process-wide declarations (a plain class: this module loads whenever the plugin registers its markers)."""
+
+    __slots__ = ("targets", "targets_origin", "backend", "backend_origin", "version")
+
+    def __init__(self) -> None:
+        self.targets: Optional[Tuple[Capability, ...]] = None
+        self.targets_origin = "declared"
+        self.backend: Optional[str] = None
+        self.backend_origin = "declared"
+        self.version = 0
 
 
 _declared = _Declared()
@@ -221,16 +111,14 @@ def installed_backend() -> str:
     if features is not None:
         return "rtx" if getattr(features, "tensorrt_rtx", False) else "standard"
     if _installed_backend is None:
-        from importlib import metadata
+        from .distributions import installed_versions
 
+        installed = installed_versions()
         found = "absent"
         for dist, backend in (("torch-tensorrt-rtx", "rtx"), ("torch-tensorrt", "standard")):
-            try:
-                metadata.distribution(dist)
-            except metadata.PackageNotFoundError:
-                continue
-            found = backend
-            break
+            if dist in installed:
+                found = backend
+                break
         _installed_backend = found
     return _installed_backend
 
@@ -240,14 +128,9 @@ def torch_tensorrt_version() -> Optional[str]:
     tt = sys.modules.get("torch_tensorrt")
     if getattr(tt, "__version__", None):
         return str(tt.__version__)
-    from importlib import metadata
+    from .distributions import installed_versions
 
-    for dist in ("torch-tensorrt-rtx", "torch-tensorrt"):
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
+    return next(iter(installed_versions().values()), None)
 
 
 def host_capabilities(probe: bool = True) -> Optional[Tuple[Capability, ...]]:
@@ -313,15 +196,6 @@ def _settings_targets(settings: Any) -> Optional[Tuple[Capability, ...]]:
         return None
 
 
-def _env_targets(text: str) -> Tuple[Capability, ...]:
-    """``TRTCAP_TARGET_SM`` as the predicate reads it: warns about a value nobody parsed before, and a warnings
-    filter that makes the warning an error cannot make the predicate (and so a validator) raise."""
-    try:
-        return parse_targets(text, ENV_TARGETS, warn=text not in _env_seen)
-    except UnsupportedTargetWarning:
-        return parse_targets(text, ENV_TARGETS, warn=False)
-
-
 def _resolve_backend() -> Tuple[str, str]:
     if _declared.backend is not None:
         value, origin = _declared.backend, _declared.backend_origin
@@ -358,7 +232,7 @@ def capability_decision(settings: Any = None, *, probe_host: bool = True) -> Cap
     elif _declared.targets is not None:
         targets, source, origin = _declared.targets, "declared", _declared.targets_origin
     elif env_targets is not None:
-        targets, source, origin = _env_targets(env_targets), ENV_TARGETS, ENV_TARGETS
+        targets, source, origin = read_env_targets(env_targets), ENV_TARGETS, ENV_TARGETS
     else:
         host = host_capabilities(probe=probe_host)
         if host:

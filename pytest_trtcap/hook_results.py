@@ -7,22 +7,40 @@ implementation is called on its own, in pluggy's order, so a bad value can be tr
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, List, NamedTuple, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 import pytest
 
 ISOLATED_STATE = "pytest_trtcap_isolated_state"
 
 
-class HookResult(NamedTuple):
-    value: Any
-    where: str  # the implementing conftest's or plugin's file, else its registered name
+class HookResult:
+    """One implementation's return value and where it lives (plain classes: this module loads in every session)."""
+
+    __slots__ = ("value", "where")
+
+    def __init__(self, value: Any, where: str) -> None:
+        self.value = value
+        self.where = where  # the implementing conftest's or plugin's file, else its registered name
 
 
-class StateEntry(NamedTuple):
-    label: str
-    snapshot: Callable[[], Any]
-    restore: Callable[[Any], None]
+class StateEntry:
+    """A checked ``(label, snapshot, restore)`` entry of ``pytest_trtcap_isolated_state``."""
+
+    __slots__ = ("label", "snapshot", "restore")
+
+    def __init__(self, label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None]) -> None:
+        self.label, self.snapshot, self.restore = label, snapshot, restore
+
+
+def shown(value: Any, limit: int = 300) -> str:
+    """``repr(value)`` on one line and bounded, for an error message; never raises (a project's ``__repr__`` may)."""
+    try:
+        text = repr(value)
+    except Exception as exc:  # noqa: BLE001 - any failure of foreign code is reported, not raised
+        text = f"<{type(value).__name__} object; repr() raised {type(exc).__name__}>"
+    text = text.replace("\n", "\\n").replace("\r", "\\r")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _where(impl: Any) -> str:
@@ -65,7 +83,7 @@ def _state_entries(found: HookResult) -> List[StateEntry]:
         value, problem = bad, "an entry of another shape"
     raise pytest.UsageError(
         f"trtcap: hook {ISOLATED_STATE} in {found.where}: expected a list of (label: str, snapshot(), "
-        f"restore(value)) entries, got {problem}: {value!r}"
+        f"restore(value)) entries, got {problem}: {shown(value)}"
     )
 
 

@@ -18,7 +18,9 @@ def pytest_trtcap_target_capabilities(config: pytest.Config) -> Optional[Any]:
 
     Return ``"7.5,8.9"``, ``[(7, 5), (8, 9)]`` or ``None`` to pass. Consulted only when neither
     ``--trt-target-sm``, ``TRTCAP_TARGET_SM`` nor the ini key ``trt_target_sm`` gives a value.
-    The first non-None result wins; the plugin's own implementation runs last and returns None.
+    The first non-None result wins; the plugin's own implementation runs last and returns None. The value is
+    held to the option's rules (a bad one is a usage error naming this hook, your file and the value) and a
+    target TensorRT-RTX does not build for warns like the option's.
     """
 
 
@@ -31,4 +33,6 @@ def pytest_trtcap_isolated_state(
     Return ``(label, snapshot, restore)`` entries: ``snapshot()`` returns a value compared with ``!=``
     against a later snapshot; ``restore(value)`` puts it back in place. A difference left by a test is
     reported as a leak under ``label``, like the built-in registry and ``ATOMIC_SUBGRAPHS`` entries.
+    Return a list (or tuple) of entries, never one entry alone; anything else is a usage error naming this
+    hook, your file and the value, before the first test.
     """

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import trtcap_guards as guards
-from trtcap_guards.rules import Rule
-from trtcap_guards.targets import format_capability
+
+if TYPE_CHECKING:  # the rules and the predicate load when a marker is first registered or read, not with the plugin
+    from trtcap_guards.rules import Rule
 
 SKIP_PREFIX = "trtcap: "
 NO_ISOLATION = "trtcap_no_isolation"
@@ -21,7 +22,7 @@ def marker_lines() -> List[str]:
     """ini ``markers`` lines: name, signature and help, generated from the table."""
     lines = []
     for name, rules in capability_markers().items():
-        caps = ", ".join(sorted({f"SM {format_capability(r.capability)}" for r in rules}))
+        caps = ", ".join(sorted({f"SM {guards.targets.format_capability(r.capability)}" for r in rules}))
         what = rules[0].cannot_serve
         ops = sorted({t for r in rules for t in r.targets})
         lines.append(
@@ -38,7 +39,7 @@ def skip_reason(marker: str, decision: Any) -> Optional[str]:
         if decision.targets_capability(rule.capability):
             return (
                 f"{SKIP_PREFIX}TensorRT-RTX cannot serve {rule.cannot_serve} on SM "
-                f"{format_capability(rule.capability)} ({decision.describe()})"
+                f"{guards.targets.format_capability(rule.capability)} ({decision.describe()})"
             )
     return None
 

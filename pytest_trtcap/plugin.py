@@ -48,9 +48,12 @@ class TrtcapState:
     def user_state_entries(self) -> list:
         """The project's isolated-state entries; a usage error naming the hook, file and value if ill-shaped."""
         if self.user_state is None:
-            from .hook_results import isolated_state_entries
+            entries: list = []
+            if self.config.hook.pytest_trtcap_isolated_state.get_hookimpls():  # a project implements it
+                from .hook_results import isolated_state_entries
 
-            self.user_state = isolated_state_entries(self.config)
+                entries = isolated_state_entries(self.config)
+            self.user_state = entries
         return self.user_state
 
     def get_isolation(self) -> isolation.Isolation:
@@ -58,8 +61,8 @@ class TrtcapState:
             from . import held_state, isolation
 
             specs = held_state.builtin_specs()
-            for label, snapshot, restore in self.user_state_entries():
-                specs.append(isolation.user_spec(label, snapshot, restore))
+            for entry in self.user_state_entries():
+                specs.append(isolation.user_spec(entry.label, entry.snapshot, entry.restore))
             self.isolation = isolation.Isolation(specs)
         return self.isolation
 
@@ -311,6 +314,17 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
 # --- per test: capability skips and isolation -------------------------------------------------------------
 
 
+def _loaded_registry() -> Any:
+    """The guards' registry module where something loaded it; a session that never did has nothing to report
+    from it, and loading it only to say so would cost every unrelated pytest run."""
+    return sys.modules.get("trtcap_guards.registry")
+
+
+def _fired() -> Dict[Any, int]:
+    registry = _loaded_registry()
+    return registry.fired() if registry is not None else {}
+
+
 def _isolated(item: pytest.Item) -> bool:
     return item.get_closest_marker(markers.NO_ISOLATION) is None
 
@@ -346,7 +360,7 @@ class SessionPlugin:
         self.held: Optional[pytest.Item] = None  # the test between hold and release
         self.current: Optional[pytest.Item] = None  # the test being set up, run or torn down
         self.fixture_leaks: List[Any] = []  # (subject, changes) found in fixture teardowns, reported in teardown
-        self.fired_before = guards.fired()  # guards fired in this process before the session
+        self.fired_before = _fired()  # guards fired in this process before the session
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -444,9 +458,24 @@ class SessionPlugin:
         return None
 
     @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Check the project's isolated-state hook results here too: under xdist this is the controller's one
+        chance, before it starts the workers (a usage error raised in a worker is an INTERNALERROR)."""
+        if self._implements_isolated_state():
+            from .hook_results import isolated_state_entries
+
+            isolated_state_entries(self.state.config)  # checked only; conftests found later may add entries
+
+    def _implements_isolated_state(self) -> bool:
+        return bool(self.state.config.hook.pytest_trtcap_isolated_state.get_hookimpls())
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Before the first test: the project's isolated-state hook results, and the neutralized targets against
-        the registry where collection imported Torch-TensorRT."""
+        the registry where collection imported Torch-TensorRT. Not in an xdist worker, which cannot stop the
+        session cleanly: there a bad hook result fails each test as before, and the controller checked what it could."""
+        if getattr(session.config, "workerinput", None) is not None:
+            return
         self.state.user_state_entries()
         neutralize = self.state.settings.neutralize
         if neutralize.value:
@@ -510,7 +539,7 @@ class SessionPlugin:
 
     def fired_counts(self) -> Counter:
         """What the guards kept off TensorRT during this session: here, or summed over xdist workers."""
-        counts: Counter = Counter(guards.fired())
+        counts: Counter = Counter(_fired())
         counts.subtract(self.fired_before)
         for worker in self.state.worker_status:
             for rule, target, n in worker.get("fired", ()):
@@ -533,7 +562,8 @@ class SessionPlugin:
         review = _review_line()
         if review:
             lines.append(review)
-        neutral = guards.neutralized()
+        registry = _loaded_registry()
+        neutral = registry.neutralized() if registry is not None else ()
         if neutral:
             lines.append(f"neutralized guards: {', '.join(neutral)}")
         fired = self.fired_counts()

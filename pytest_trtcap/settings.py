@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import pytest
 
 import trtcap_guards as guards
+from trtcap_guards.environment import BACKENDS, ENV_BACKEND, ENV_TARGETS
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create in a module every pytest run loads
     """One resolved value and where it came from (``--trt-target-sm``, ``TRTCAP_TARGET_SM``, ``ini trt_target_sm``...)."""
 
     value: Any
@@ -29,8 +29,7 @@ class Setting:
         return f"{self.value} (from {self.source})"
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(NamedTuple):
     dest: str  # attribute on Settings
     option: str  # command-line flag
     env: str
@@ -79,11 +78,11 @@ def _target_names(raw: Any, name: str) -> Tuple[str, ...]:
 
 
 SPECS: Tuple[Spec, ...] = (
-    Spec("target_sm", "--trt-target-sm", guards.ENV_TARGETS, "trt_target_sm",
+    Spec("target_sm", "--trt-target-sm", ENV_TARGETS, "trt_target_sm",
          "compute capabilities the build targets, e.g. 7.5 or 7.5,8.9 (simulates them on any host)",
          _targets, metavar="LIST"),
-    Spec("backend", "--trt-backend", guards.ENV_BACKEND, "trt_backend",
-         "TensorRT backend to assume: auto (detect), rtx or standard", _choice(*guards.targets.BACKENDS),
+    Spec("backend", "--trt-backend", ENV_BACKEND, "trt_backend",
+         "TensorRT backend to assume: auto (detect), rtx or standard", _choice(*BACKENDS),
          default="auto", metavar="{auto,rtx,standard}"),
     Spec("guards", "--trtcap-guards", "TRTCAP_GUARDS", "trtcap_guards",
          "install the capability guards when torch_tensorrt is imported (on/off)",
@@ -171,7 +170,9 @@ def _resolve(config: pytest.Config, spec: Spec, hook_value: Callable[[], Any], e
 def report_unsupported(config: pytest.Config, setting: Setting) -> None:
     """Warn about targets TensorRT-RTX does not build for, as a config-time warning pytest records; where the
     warnings filters make it an error (``-W error``, ``filterwarnings = error``), a usage error naming the source."""
-    message = guards.targets.unsupported_message(setting.value or (), setting.source)
+    if not setting.value:
+        return
+    message = guards.targets.unsupported_message(setting.value, setting.source)
     if message is None:
         return
     try:
@@ -186,7 +187,7 @@ def resolve(config: pytest.Config) -> Settings:
     """All settings; raises ``pytest.UsageError`` naming the option, variable or ini key and the bad value."""
 
     def target_hook() -> Optional[Setting]:
-        from .hook_results import first_result
+        from .hook_results import first_result, shown
 
         found = first_result(config.hook.pytest_trtcap_target_capabilities, config=config)
         if found is None:
@@ -194,8 +195,8 @@ def resolve(config: pytest.Config) -> Settings:
         source = "hook pytest_trtcap_target_capabilities"
         try:
             return Setting(guards.targets.coerce_targets(found.value, source, warn=False), source)
-        except Exception as exc:  # ValueError, or an iterable that fails while iterated: name it all the same
-            detail = str(exc) if isinstance(exc, ValueError) else f"{source}: cannot read {found.value!r} ({exc!r})"
+        except Exception as exc:  # ValueError, or a value that fails while iterated or shown: name it all the same
+            detail = str(exc) if isinstance(exc, ValueError) else f"{source}: cannot read {shown(found.value)} ({shown(exc)})"
             raise pytest.UsageError(f"trtcap: {detail} (returned by {found.where})") from None
 
     out = Settings()

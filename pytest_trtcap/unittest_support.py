@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import unittest
 from typing import Any, Optional, Tuple, Union
 
 import trtcap_guards as guards
@@ -30,6 +29,8 @@ class TrtCapabilityMixin:
         try:
             import torch  # noqa: F401
         except ImportError:
+            import unittest
+
             raise unittest.SkipTest(f"{SKIP_PREFIX}turing_safe_gemm_dtype needs torch, which is not installed") from None
         return guards.turing_safe_gemm_dtype()
 

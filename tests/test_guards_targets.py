@@ -21,7 +21,7 @@ targets_mod = importlib.import_module("trtcap_guards.targets")
 @pytest.fixture
 def fresh_warnings(monkeypatch):
     """The predicate reports a ``TRTCAP_TARGET_SM`` value nobody parsed before: give each test a fresh memory."""
-    monkeypatch.setattr(targets_mod, "_env_seen", set())
+    monkeypatch.setattr(importlib.import_module("trtcap_guards.capabilities"), "_env_seen", set())
 
 
 @pytest.fixture

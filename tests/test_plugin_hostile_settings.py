@@ -77,6 +77,14 @@ def test_unsupported_target_under_an_error_filter_is_a_usage_error(
     ])
 
 
+def test_unsupported_target_under_an_error_filter_with_xdist_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(GEMM_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-W", "error", "--trt-target-sm", "9.0")
+    assert result.ret == USAGE_ERROR
+    _clean(result)
+    result.stderr.fnmatch_lines(["ERROR: trtcap: --trt-target-sm: TensorRT-RTX does not build for 9.0; *"])
+
+
 @pytest.mark.parametrize("where", ["cli", "env", "hook"])
 def test_unsupported_target_warns_once_per_run_from_every_source(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
@@ -148,7 +156,7 @@ def test_a_rule_target_in_other_case_is_refused_without_importing_torch_tensorrt
         monkeypatch.setenv("TRTCAP_NEUTRALIZE", "aten.mm.default,ATEN.LINEAR.DEFAULT")
     else:
         pytester.makeini("[pytest]\ntrtcap_neutralize = ATEN.LINEAR.DEFAULT\n")
-    result = pytester.runpytest(*args)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)  # a process without torch_tensorrt
     assert result.ret == USAGE_ERROR
     _clean(result)
     result.stderr.fnmatch_lines(["ERROR: trtcap: *: 'ATEN.LINEAR.DEFAULT' is not a converter target (converter targets "
@@ -257,3 +265,50 @@ def test_hook_targets_answer_the_import_time_queries_and_the_header_says_so(pyte
     ])
     result.stdout.fnmatch_lines(["*- trtcap -*", "gpu-less import: applied (device queries answered with 7.5*"])
     assert "answered with 8.9" not in result.stdout.str()
+
+
+def test_isolated_state_hook_of_the_wrong_shape_under_xdist_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """The controller checks before it starts the workers: exit 4, not an INTERNALERROR from a worker."""
+    conftest = pytester.makeconftest(STATE_CONFTEST.format(returned="('store', list, print)"))
+    pytester.makepyfile("def test_one(): pass\ndef test_two(): pass")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    assert result.ret == USAGE_ERROR
+    _clean(result)
+    result.stderr.fnmatch_lines([f"ERROR: trtcap: hook pytest_trtcap_isolated_state in {conftest}: *single entry*"])
+
+
+def test_an_entry_from_a_conftest_found_during_collection_is_still_held(pytester: pytest.Pytester) -> None:
+    """Checking early must not freeze the entries: a conftest in a package loaded at collection adds its own."""
+    pytester.mkpydir("pkg")
+    pytester.path.joinpath("pkg", "conftest.py").write_text(STATE_CONFTEST.format(
+        returned="[('pkg store', lambda: list(STORE), lambda v: STORE.__setitem__(slice(None), v))]"))
+    pytester.path.joinpath("pkg", "test_leak.py").write_text(
+        "from .conftest import STORE\ndef test_a(): STORE.append(1)\ndef test_b(): assert STORE == []\n")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")  # pkg/ found collecting
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*test_a* leaked global state: *pkg store*"])
+
+
+@pytest.mark.parametrize("hook", ["pytest_trtcap_target_capabilities", "pytest_trtcap_isolated_state"])
+def test_a_hook_value_whose_repr_raises_or_spans_lines_is_still_one_clean_error(pytester: pytest.Pytester, hook: str) -> None:
+    pytester.makeconftest(f"""
+        class Hostile:
+            def __iter__(self):
+                raise RuntimeError("no")
+            def __repr__(self):
+                raise RuntimeError("no repr")
+
+        class Lines:
+            def __repr__(self):
+                return "first\\nERROR: forged"
+
+        def {hook}(config):
+            return [Hostile(), Lines()] if "{hook}".endswith("capabilities") else [(Lines(), list, print)]
+    """)
+    pytester.makepyfile("def test_one(): pass")
+    result = pytester.runpytest()
+    assert result.ret == USAGE_ERROR
+    _clean(result)
+    err = result.stderr.str()
+    assert f"ERROR: trtcap: hook {hook}" in err
+    assert "\nERROR: forged" not in err

@@ -1,0 +1,143 @@
+"""Compute capabilities and backends read from text and ``(major, minor)`` pairs, and the warning for a
+capability TensorRT-RTX does not build for. One reading for every source: settings, declarations, the
+environment, the plugin's hook.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Any, Iterable, Optional, Sequence, Tuple
+
+from .environment import BACKENDS, ENV_BACKEND, ENV_TARGETS
+
+Capability = Tuple[int, int]
+
+TURING: Capability = (7, 5)
+#: Compute capabilities TensorRT-RTX builds engines for (``tensorrt_rtx.ComputeCapability``).
+RTX_SUPPORTED: Tuple[Capability, ...] = ((7, 5), (8, 0), (8, 6), (8, 9), (12, 0), (12, 1))
+
+_DOTTED = re.compile(r"^(\d{1,2})\.(\d)$")
+_COMPACT = re.compile(r"^(?:sm_?)?(\d{1,2})(\d)$", re.IGNORECASE)
+
+
+class UnsupportedTargetWarning(UserWarning):
+    """A declared capability that TensorRT-RTX does not build engines for."""
+
+
+def format_capability(cap: Capability) -> str:
+    return f"{cap[0]}.{cap[1]}"
+
+
+def format_targets(targets: Sequence[Capability]) -> str:
+    return ",".join(format_capability(c) for c in targets) or "none"
+
+
+def _parse_one(item: str, name: str, text: str) -> Capability:
+    m = _DOTTED.match(item)
+    if m is None and not item.count("."):
+        m = _COMPACT.match(item)
+    if m is None:
+        raise ValueError(
+            f"{name}: invalid compute capability {item!r} in {text!r}; "
+            "expected forms like 7.5, 75, sm_75 or SM75, comma-separated"
+        )
+    return (int(m.group(1)), int(m.group(2)))
+
+
+def _parse_text(text: str, name: str) -> Tuple[Capability, ...]:
+    items = [part.strip() for part in text.split(",")]
+    if any(not item for item in items):
+        raise ValueError(f"{name}: empty compute capability in {text!r}")
+    return tuple(dict.fromkeys(_parse_one(item, name, text) for item in items))
+
+
+def _pair(value: Any, name: str) -> Capability:
+    """``(7, 5)`` -> (7, 5); the same range the text forms allow (major 0-99, minor 0-9), else a ValueError."""
+    if (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and 0 <= value[0] <= 99
+        and 0 <= value[1] <= 9
+    ):
+        return (int(value[0]), int(value[1]))
+    raise ValueError(
+        f"{name}: invalid compute capability {value!r}; expected a (major, minor) pair such as (7, 5) "
+        "(major 0-99, minor 0-9) or a string such as '7.5'"
+    )
+
+
+def unsupported_message(caps: Sequence[Capability], name: str) -> Optional[str]:
+    """The ``UnsupportedTargetWarning`` text for the capabilities TensorRT-RTX does not build for, or None."""
+    unsupported = [c for c in caps if c not in RTX_SUPPORTED]
+    if not unsupported:
+        return None
+    return (
+        f"{name}: TensorRT-RTX does not build for {format_targets(unsupported)}; "
+        f"it supports {format_targets(RTX_SUPPORTED)}; {format_targets(unsupported)} is never passed to the "
+        "TensorRT-RTX builder (no ComputeCapability for it)"
+    )
+
+
+def _warn_unsupported(caps: Sequence[Capability], name: str, stacklevel: int) -> None:
+    """Warn every time the warnings filters say so (no once-per-process memory of our own)."""
+    message = unsupported_message(caps, name)
+    if message is not None:
+        warnings.warn(message, UnsupportedTargetWarning, stacklevel=stacklevel + 1)
+
+
+#: ``TRTCAP_TARGET_SM`` values already parsed under that name: the predicate, which re-reads the variable on
+#: every cache miss, reports an unsupported target in a value nobody has read before, and only once.
+_env_seen: set = set()
+
+
+def parse_targets(text: str, name: str = ENV_TARGETS, *, warn: bool = True) -> Tuple[Capability, ...]:
+    """Parse ``7.5``, ``75``, ``sm_75``, ``SM75`` or a comma list; errors name ``name`` and the value.
+
+    Spaces around an item are ignored; inside one (``7 .5``, ``sm 75``) they are an error. A capability
+    TensorRT-RTX does not build for is an ``UnsupportedTargetWarning`` (unless ``warn`` is False).
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"{name}: expected a string of compute capabilities, got {text!r}")
+    caps = _parse_text(text, name)
+    if name == ENV_TARGETS:
+        _env_seen.add(text)
+    if warn:
+        _warn_unsupported(caps, name, stacklevel=2)
+    return caps
+
+
+def coerce_targets(targets: Any, name: str, *, warn: bool = True) -> Tuple[Capability, ...]:
+    """A string (``parse_targets``) or an iterable of strings and ``(major, minor)`` pairs; ValueError naming
+    ``name`` and the value otherwise. Warns about unsupported capabilities like ``parse_targets``."""
+    if isinstance(targets, str):
+        caps = _parse_text(targets, name)
+    else:
+        if isinstance(targets, (bytes, bytearray, dict)) or not isinstance(targets, Iterable):
+            raise ValueError(
+                f"{name}: expected a string like '7.5,8.9' or (major, minor) pairs such as [(7, 5)], got {targets!r}"
+            )
+        found: list = []
+        for t in targets:
+            found.extend(_parse_text(t, name) if isinstance(t, str) else [_pair(t, name)])
+        caps = tuple(dict.fromkeys(found))
+    if warn:
+        _warn_unsupported(caps, name, stacklevel=3)
+    return caps
+
+
+def parse_backend(text: str, name: str = ENV_BACKEND) -> str:
+    value = text.strip().lower() if isinstance(text, str) else text
+    if value not in BACKENDS:
+        raise ValueError(f"{name}: invalid backend {text!r}; choose one of {', '.join(BACKENDS)}")
+    return value
+
+
+def read_env_targets(text: str) -> Tuple[Capability, ...]:
+    """``TRTCAP_TARGET_SM`` as the predicate reads it: warns about a value nobody parsed before, and a warnings
+    filter that makes the warning an error cannot make the predicate (and so a validator) raise."""
+    try:
+        return parse_targets(text, ENV_TARGETS, warn=text not in _env_seen)
+    except UnsupportedTargetWarning:
+        return parse_targets(text, ENV_TARGETS, warn=False)

@@ -1,0 +1,67 @@
+"""Loading is lazy where every pytest run pays for it: ``trtcap_guards`` exports on first use, and importing the
+plugin loads neither the rules, the predicate nor the registry. Checked in fresh processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import trtcap_guards
+
+PROBE = """
+import json, sys
+{imports}
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(("trtcap_guards", "pytest_trtcap", "torch")))))
+"""
+
+
+def _loaded(imports: str) -> list:
+    proc = subprocess.run([sys.executable, "-c", PROBE.format(imports=imports)], capture_output=True, text=True,
+                          check=True)
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_importing_the_guards_loads_no_submodule() -> None:
+    assert _loaded("import trtcap_guards") == ["trtcap_guards"]
+
+
+def test_importing_the_plugin_loads_neither_rules_predicate_nor_registry() -> None:
+    loaded = _loaded("import pytest, pytest_trtcap.plugin")
+    for heavy in ("trtcap_guards.rules", "trtcap_guards.targets", "trtcap_guards.registry",
+                  "trtcap_guards.validators", "trtcap_guards.builder", "torch"):
+        assert heavy not in loaded, loaded
+
+
+def test_every_exported_name_resolves_and_is_listed() -> None:
+    code = ("import trtcap_guards as g\n"
+            "missing = [n for n in g.__all__ if getattr(g, n, None) is None]\n"
+            "assert not missing, missing\n"
+            "assert set(g.__all__) <= set(dir(g))\n"
+            "from trtcap_guards import *\n"
+            "assert callable(capability_decision) and g.gpu_less_import_status is g.gpuless.status\n"
+            "assert g.ENV_TARGETS == g.targets.ENV_TARGETS == 'TRTCAP_TARGET_SM'\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        trtcap_guards.no_such_name  # noqa: B018
+    assert not hasattr(trtcap_guards, "no_such_name")
+
+
+def test_the_distribution_scan_agrees_with_importlib_metadata() -> None:
+    """The header's backend and version come from a scan of sys.path, not importlib.metadata's full index."""
+    from importlib import metadata
+
+    from trtcap_guards.distributions import TORCH_TENSORRT, installed_versions
+
+    expected = {}
+    for dist in TORCH_TENSORRT:
+        try:
+            expected[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    assert installed_versions() == expected
