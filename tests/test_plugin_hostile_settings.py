@@ -12,7 +12,6 @@ from typing import Iterator
 import pytest
 
 import trtcap_guards as guards
-from trtcap_guards import targets as guard_targets
 
 USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
 
@@ -28,13 +27,10 @@ def test_fp32_gemm():
 @pytest.fixture(autouse=True)
 def process_state_unchanged() -> Iterator[None]:
     """Inline runs share this process: a refused run must leave no declaration, neutralization or hook behind."""
-    declared = guard_targets._declared
-    before = (declared.targets, declared.targets_origin, declared.backend, declared.backend_origin)
-    neutral = guards.neutralized()
+    before = guards.state_snapshot(fired=False)
     hooks = [f for f in sys.meta_path if type(f).__name__ == "_ImportHook"]
     yield
-    assert (declared.targets, declared.targets_origin, declared.backend, declared.backend_origin) == before
-    assert guards.neutralized() == neutral
+    assert guards.state_snapshot(fired=False) == before
     assert [f for f in sys.meta_path if type(f).__name__ == "_ImportHook"] == hooks
 
 
