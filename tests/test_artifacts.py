@@ -70,9 +70,11 @@ def test_wheel_installs_exactly_the_two_packages_each_typed(built: Built) -> Non
     top = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert top == {"pytest_trtcap", "trtcap_guards"}
     assert {"pytest_trtcap/py.typed", "trtcap_guards/py.typed"} <= set(names)
-    # Every product module of the checkout is in the wheel, under its installed name.
-    expected = {f"pytest_trtcap/{p.relative_to(ROOT / 'pytest_trtcap')}" for p in (ROOT / "pytest_trtcap").rglob("*.py")}
-    expected |= {f"trtcap_guards/{p.relative_to(ROOT / 'guards')}" for p in (ROOT / "guards").rglob("*.py")}
+    # Every file of the two packages in this tree (modules, the record's JSON Schema, py.typed) is in the wheel,
+    # under its installed name.
+    tree = [f for f in _tree_files(ROOT) if f.startswith(("pytest_trtcap/", "guards/"))]
+    expected = {f.replace("guards/", "trtcap_guards/", 1) for f in tree}
+    assert "pytest_trtcap/runs/record.schema.json" in expected
     assert expected - set(names) == set()
 
 

@@ -71,3 +71,25 @@ def test_every_figure_the_readme_quotes_elsewhere_is_in_the_results_file():
     assert all(limits.values()), limits
     missing = sorted(f for f in quoted - set(limits) if f not in results)
     assert missing == []
+
+
+def _documented(name: str, module: str) -> bool:
+    import re
+
+    return re.search(rf"`(?:{module}\.|guards\.)?{re.escape(name)}[`(\[]", README) is not None
+
+
+def test_every_exported_name_is_documented_and_every_documented_name_exported():
+    import re
+
+    import pytest_trtcap
+    import trtcap_guards
+
+    for package, short in ((trtcap_guards, "trtcap_guards"), (pytest_trtcap, "pytest_trtcap")):
+        assert [n for n in package.__all__ if not _documented(n, short)] == [], short
+        for name in package.__all__:
+            assert getattr(package, name) is not None
+    submodules = {"builder", "review", "rules", "targets", "plugin", "__all__"}
+    for short, package in (("trtcap_guards", trtcap_guards), ("guards", trtcap_guards), ("pytest_trtcap", pytest_trtcap)):
+        named = set(re.findall(rf"\b{short}\.([A-Za-z_]\w*)", README)) - submodules
+        assert sorted(named - set(package.__all__)) == [], short
