@@ -368,3 +368,14 @@ def test_under_fail_each_of_them_is_a_failure(lane_89_needs_gpu_fail: LaneRun) -
     assert run.with_outcome("passed") == set(PARTITION_TESTS)
     assert not run.reasons and NEEDS_GPU_PREFIX not in run.output
     assert "BackendCompilerFailed" in run.output and "assert cuda_engine" in run.output
+
+
+def test_gpu_less_import_off_makes_a_test_modules_import_a_collection_error(pytester: pytest.Pytester,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """README: from a test module (not a conftest), the failing import is that module's collection error."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    pytester.makepyfile(test_imports="import torch_tensorrt\n\ndef test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("--trt-target-sm", "8.9", "--trtcap-gpu-less-import", "off")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ERROR collecting test_imports.py*", "*Found no NVIDIA driver*"])
