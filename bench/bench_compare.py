@@ -23,8 +23,10 @@ import tracemalloc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from pytest_trtcap.runs import compare, load, record as records, render as report  # noqa: E402
-from pytest_trtcap.runs.signatures import signature_from_message  # noqa: E402
+from pytest_trtcap.runs import compare, load
+from pytest_trtcap.runs import record as records
+from pytest_trtcap.runs import render as report
+from pytest_trtcap.runs.signatures import signature_from_message
 
 SIGNATURES = [
     "AssertionError: assert <N> == <N>",

@@ -25,7 +25,7 @@ from typing import Callable, Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import Result, banner, clean_env, interleaved, median, paired_median, per_round, spread  # noqa: E402
+from _common import Result, banner, clean_env, interleaved, median, paired_median, per_round, spread
 
 PER_TEST_TARGET = 1 / 3
 SUITE_TARGET = 1.05
@@ -191,7 +191,7 @@ def suite(n_tests: int, runs: int, quick: bool) -> List[Result]:
         "no plugin": " | ".join(l for l in lines if l.startswith("plugin=False")) or "every run reported the plugin",
     }
     with_plugin, without = median(times["plugin"]), median(times["no plugin"])
-    print(f"command: python -m pytest -q -p no:cacheprovider test_trivial.py  vs  ... -p no:trtcap")
+    print("command: python -m pytest -q -p no:cacheprovider test_trivial.py  vs  ... -p no:trtcap")
     cpu_with, cpu_without = median(cpu["plugin"]), median(cpu["no plugin"])
     print(f"with plugin:   wall median {with_plugin:.3f} s (range {spread(times['plugin'])} s); "
           f"CPU median {cpu_with:.3f} s; probe: {probes['plugin']}")

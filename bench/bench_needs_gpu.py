@@ -20,7 +20,7 @@ from typing import Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import Result, banner, clean_env, median, paired_median, spread, timed_run  # noqa: E402
+from _common import Result, banner, clean_env, median, paired_median, spread, timed_run
 
 TARGET = 1.02
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import Result, banner, median, paired_median, per_round, spread  # noqa: E402
+from _common import Result, banner, median, paired_median, per_round, spread
 
 TARGET = 1.05
 DIM = 16

@@ -103,7 +103,7 @@ class _SwitchUndo:
         if self._previous is not None:
             _switch, self._previous = self._previous, None
 
-    def __enter__(self) -> "_SwitchUndo":
+    def __enter__(self) -> _SwitchUndo:
         return self
 
     def __exit__(self, *exc: object) -> None:

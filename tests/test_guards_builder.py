@@ -15,10 +15,9 @@ from typing import Any, List
 
 import pytest
 import torch
-
+import trt_models as tm
 import trtcap_guards as guards
 import trtcap_guards.targets as guard_targets
-import trt_models as tm
 
 POPULATE = "_populate_trt_builder_config"
 

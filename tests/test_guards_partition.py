@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-import trtcap_guards as guards
 import trt_models as tm
+import trtcap_guards as guards
 
 pytestmark = pytest.mark.usefixtures("tt")
 

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from hypothesis import given, strategies as st
-
-import trtcap_guards as guards
 import trt_models as tm
+import trtcap_guards as guards
+from hypothesis import given
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.usefixtures("tt")
 

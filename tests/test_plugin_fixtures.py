@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 import trtcap_guards as guards
+
 import pytest_trtcap
 from pytest_trtcap import PartitionCounts, assert_partition_counts, count_partitions, describe_partitions
 

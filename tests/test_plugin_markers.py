@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-
 REASON = "trtcap: TensorRT-RTX cannot serve {what} on SM 7.5 (targets 7.5 from --trt-target-sm)"
 
 MARKED_SUITE = '''

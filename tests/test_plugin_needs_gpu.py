@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Dict
 
 import pytest
-
 from trtcap_guards import targets as guard_targets
 
 torch = pytest.importorskip("torch")
@@ -130,9 +129,7 @@ def _outcomes(result: pytest.RunResult) -> Dict[str, str]:
     for rep in result.reprec.getreports("pytest_runtest_logreport"):  # type: ignore[attr-defined]
         if hasattr(rep, "wasxfail"):
             out[rep.nodeid] = "xfailed"
-        elif rep.when == "setup" and not rep.passed:
-            out[rep.nodeid] = rep.outcome
-        elif rep.when == "call" and rep.nodeid not in out:
+        elif (rep.when == "setup" and not rep.passed) or (rep.when == "call" and rep.nodeid not in out):
             out[rep.nodeid] = rep.outcome
     for rep in result.reprec.getreports("pytest_collectreport"):  # type: ignore[attr-defined]
         if not rep.passed:

@@ -24,6 +24,7 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 def test_opening_install_lines_name_the_distribution_and_extras_pyproject_defines():
     import re
+
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]

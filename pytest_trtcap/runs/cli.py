@@ -19,7 +19,7 @@ SWEEP_USAGE = "trtcap sweep [--arms LIST] [--out DIR] [--format {table,json,mark
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> "None":  # type: ignore[override]
+    def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         self.exit(EXIT_INCOMPLETE, f"{self.prog}: error: {message}\n")
 

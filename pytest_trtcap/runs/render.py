@@ -20,7 +20,7 @@ _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _MORE = "... and {n} more (--max-rows 0 shows all; --format json has everything)"
 
 
-def _escape(match: "re.Match[str]") -> str:
+def _escape(match: re.Match[str]) -> str:
     char = match.group()
     return _NAMED.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
 

@@ -37,7 +37,7 @@ def _tmp_roots() -> List[str]:
 
 
 
-def _tmp_pattern() -> "re.Pattern[str]":
+def _tmp_pattern() -> re.Pattern[str]:
     roots = "|".join(re.escape(r) for r in _tmp_roots())
     # pytest's basetemp: <root>/pytest-of-<user>/pytest-<n>/<test name><n>; any other temporary
     # directory: <root>/<random name>. The rest of the path is kept (its numbers are normalised later).

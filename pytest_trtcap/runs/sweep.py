@@ -9,7 +9,16 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .arm import run_arm
 from .compare import comparable_tests
-from .outcomes import COLLECTION_ERROR, COMPLETE, FAILING, INCOMPLETE, OUTCOMES, needs_gpu, needs_gpu_count, outcome_counts
+from .outcomes import (
+    COLLECTION_ERROR,
+    COMPLETE,
+    FAILING,
+    INCOMPLETE,
+    OUTCOMES,
+    needs_gpu,
+    needs_gpu_count,
+    outcome_counts,
+)
 from .progress import Progress
 from .record import Record
 
