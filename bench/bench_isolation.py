@@ -187,8 +187,8 @@ def suite(n_tests: int, runs: int, quick: bool) -> List[Result]:
         with open(probe, encoding="utf-8") as f:  # one line per run, from the conftest
             lines = sorted(set(f.read().splitlines()))
     probes = {
-        "plugin": " | ".join(l for l in lines if l.startswith("plugin=True")) or "no run reported the plugin",
-        "no plugin": " | ".join(l for l in lines if l.startswith("plugin=False")) or "every run reported the plugin",
+        "plugin": " | ".join(line for line in lines if line.startswith("plugin=True")) or "no run reported the plugin",
+        "no plugin": " | ".join(line for line in lines if line.startswith("plugin=False")) or "every run reported the plugin",
     }
     with_plugin, without = median(times["plugin"]), median(times["no plugin"])
     print("command: python -m pytest -q -p no:cacheprovider test_trivial.py  vs  ... -p no:trtcap")

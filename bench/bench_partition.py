@@ -238,7 +238,7 @@ def partition_at(gm: Any, settings: Any, target: str, runs: int, quick: bool, op
     n_consulted = sum(consulted.values())
     print(f"targets {target} (targets Turing: {'yes' if decision.targets_turing else 'no'}): "
           f"guard consultations per partition: {n_consulted if n_consulted >= 0 else 'not counted'}; "
-          f"fired: {sum(fired.values())}; partition: {' | '.join('+'.join(l) for l in sorted(layouts))}")
+          f"fired: {sum(fired.values())}; partition: {' | '.join('+'.join(parts) for parts in sorted(layouts))}")
     print(f"  CPU time: guards installed median {on:.3f} s (min {min(cpu[True]):.3f}, range {spread(cpu[True])}), "
           f"not installed median {off:.3f} s (min {min(cpu[False]):.3f}, range {spread(cpu[False])}); "
           f"median of per-round ratios {paired:.3f}; ratio of medians {on / off:.3f}; "

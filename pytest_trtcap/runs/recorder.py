@@ -81,7 +81,8 @@ class Recorder:
     def __init__(self, config: pytest.Config, path: str) -> None:
         self.config = config
         try:
-            self.file = open(path, "w", encoding="ascii")
+            # SIM115 is wrong here: the record stays open for the whole session and is closed in close().
+            self.file = open(path, "w", encoding="ascii")  # noqa: SIM115
         except OSError as exc:
             raise pytest.UsageError(f"--trtcap-record: cannot write {path}: {exc.strerror or exc}") from None
         self.pending: Dict[str, List[PhaseReport]] = {}
