@@ -51,7 +51,9 @@ class BuilderTargets:
     def describe(self) -> str:
         """``7.5 (declared, from --trt-target-sm)``, ``CURRENT (...)`` or ``none (...)``."""
         if self.capabilities:
-            dropped = f"; {format_targets(self.dropped)} dropped: no TensorRT-RTX ComputeCapability" if self.dropped else ""
+            dropped = (
+                f"; {format_targets(self.dropped)} dropped: no TensorRT-RTX ComputeCapability" if self.dropped else ""
+            )
             return f"{format_targets(self.capabilities)} ({self.reason}{dropped})"
         if self.current:
             return f"CURRENT ({self.reason})"

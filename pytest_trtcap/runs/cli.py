@@ -26,7 +26,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _formats(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("table", "json", "markdown"), default="table",
-                        help="table (terminal, default), json (everything, machine-readable) or markdown (pull requests)")
+                        help="table (terminal, default), json (everything, machine-readable) "
+                             "or markdown (pull requests)")
     parser.add_argument("--max-rows", type=int, default=100, metavar="N",
                         help="rows per list in table/markdown output (0: all; json always has all). Default 100")
 
