@@ -106,7 +106,10 @@ class TargetsFactory:
 
 @pytest.fixture
 def targets(request: pytest.FixtureRequest) -> Iterator[TargetsFactory]:
-    """Factory for declared targets; ``@pytest.mark.parametrize("targets", ["7.5"], indirect=True)`` declares one up front."""
+    """Factory for declared targets.
+
+    ``@pytest.mark.parametrize("targets", ["7.5"], indirect=True)`` declares one up front.
+    """
     with contextlib.ExitStack() as stack:
         factory = TargetsFactory(stack)
         param = getattr(request, "param", None)

@@ -71,7 +71,9 @@ def test_wheel_installs_exactly_the_two_packages_each_typed(built: Built) -> Non
     assert top == {"pytest_trtcap", "trtcap_guards"}
     assert {"pytest_trtcap/py.typed", "trtcap_guards/py.typed"} <= set(names)
     # Every product module of the checkout is in the wheel, under its installed name.
-    expected = {f"pytest_trtcap/{p.relative_to(ROOT / 'pytest_trtcap')}" for p in (ROOT / "pytest_trtcap").rglob("*.py")}
+    expected = {
+        f"pytest_trtcap/{p.relative_to(ROOT / 'pytest_trtcap')}" for p in (ROOT / "pytest_trtcap").rglob("*.py")
+    }
     expected |= {f"trtcap_guards/{p.relative_to(ROOT / 'guards')}" for p in (ROOT / "guards").rglob("*.py")}
     assert expected - set(names) == set()
 

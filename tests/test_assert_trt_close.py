@@ -53,7 +53,8 @@ def test_all_zero_output_inside_a_nested_structure_is_named_by_its_path(targets)
     expected = {"logits": [EAGER, torch.ones(2)], "aux": (EAGER,)}
     lines = failure(actual, expected).splitlines()
     assert lines[:2] == ["trtcap: all-zero output where eager is non-zero",
-                         "  output['logits'][1] (shape (2,), torch.float32) is all zeros; eager has 2 non-zero element(s)"]
+                         "  output['logits'][1] (shape (2,), torch.float32) is all zeros; "
+                         "eager has 2 non-zero element(s)"]
 
 
 def test_non_contiguous_all_zero_output():

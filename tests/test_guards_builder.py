@@ -446,7 +446,9 @@ def test_populated_config():
          "trtcap: builder targets: none (backend is standard TensorRT, from --trt-backend); on (default)"),
     ],
 )
-def test_session_builds_for_the_declared_targets(pytester, tt, interpreter_class, stock_populate, args, carries, header):
+def test_session_builds_for_the_declared_targets(
+    pytester, tt, interpreter_class, stock_populate, args, carries, header
+):
     pytester.makepyfile(BUILD_TEST)
     before = guards.builder_targets_enabled()
     result = pytester.runpytest("-v", "-s", "-p", "no:cacheprovider", *args)

@@ -196,7 +196,9 @@ def test_neutralize_one_target_leaves_the_others_guarded(targets, guarded):
         assert tm.placement(tm.partition(tm.gemm_graph("mm")))["acc"] == ["aten.mm.default"]
 
 
-@pytest.mark.parametrize("bad", ["linear", "aten linear default", "", "aten.linear.default.extra", "9aten.mm", "aten..mm", 42])
+@pytest.mark.parametrize(
+    "bad", ["linear", "aten linear default", "", "aten.linear.default.extra", "9aten.mm", "aten..mm", 42]
+)
 def test_neutralize_bad_name_is_a_value_error_naming_it(bad):
     with pytest.raises(ValueError) as info:
         guards.neutralize(bad)

@@ -134,7 +134,9 @@ GEMM_LOWERED_TARGET: Dict[str, str] = {
 }
 
 
-def inputs_for(shapes: Sequence[Tuple[int, ...]], dtype: torch.dtype = torch.float32, seed: int = 0) -> Tuple[torch.Tensor, ...]:
+def inputs_for(
+    shapes: Sequence[Tuple[int, ...]], dtype: torch.dtype = torch.float32, seed: int = 0
+) -> Tuple[torch.Tensor, ...]:
     gen = torch.Generator().manual_seed(seed)
     return tuple(torch.randn(*s, generator=gen).to(dtype) for s in shapes)
 
