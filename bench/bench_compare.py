@@ -23,8 +23,10 @@ import tracemalloc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from pytest_trtcap.runs import compare, load, record as records, render as report  # noqa: E402
-from pytest_trtcap.runs.signatures import signature_from_message  # noqa: E402
+from pytest_trtcap.runs import compare, load
+from pytest_trtcap.runs import record as records
+from pytest_trtcap.runs import render as report
+from pytest_trtcap.runs.signatures import signature_from_message
 
 SIGNATURES = [
     "AssertionError: assert <N> == <N>",
@@ -44,7 +46,9 @@ def make_record(n: int, seed: int, change_rate: float, base: dict = None) -> dic
                 entry = {"outcome": "passed", "signature": None, "reason": None}
             elif r < 0.93:
                 reason = f"trtcap: needs SM 8.0 (targets 7.5 from --trt-target-sm) #{i % 7}"
-                entry = {"outcome": "skipped", "signature": signature_from_message("Skipped: " + reason), "reason": reason}
+                entry = {
+                    "outcome": "skipped", "signature": signature_from_message("Skipped: " + reason), "reason": reason
+                }
             elif r < 0.97:
                 entry = {"outcome": "failed", "signature": SIGNATURES[i % len(SIGNATURES)], "reason": None}
             else:
@@ -60,7 +64,9 @@ def make_record(n: int, seed: int, change_rate: float, base: dict = None) -> dic
                     entry["signature"] = SIGNATURES[rng.randrange(len(SIGNATURES))]
                 else:
                     entry["outcome"] = outcomes[rng.randrange(len(outcomes))]
-                    entry["signature"] = None if entry["outcome"] == "passed" else SIGNATURES[rng.randrange(len(SIGNATURES))]
+                    entry["signature"] = (
+                        None if entry["outcome"] == "passed" else SIGNATURES[rng.randrange(len(SIGNATURES))]
+                    )
             tests[nodeid] = entry
         for i in range(int(n * change_rate / 10)):  # some tests only in AFTER
             tests[f"tests/test_new.py::test_added[{i}]"] = {"outcome": "passed", "signature": None, "reason": None}
@@ -124,16 +130,19 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="trtcap-bench-") as workdir:
         for n in sizes:
             rows.append(measure(n, ns.change_rate, ns.max_rows, workdir))
-    head = f"{'tests':>8} {'files MiB':>9} {'changed':>8} {'load s':>7} {'compare s':>9} {'json s':>7} {'table s':>7} {'cpu s':>7} {'wall s':>7} {'us/test*':>8} {'peak MiB':>8} {'B/test':>7}"
+    head = (f"{'tests':>8} {'files MiB':>9} {'changed':>8} {'load s':>7} {'compare s':>9} {'json s':>7} "
+            f"{'table s':>7} {'cpu s':>7} {'wall s':>7} {'us/test*':>8} {'peak MiB':>8} {'B/test':>7}")
     print(f"trtcap compare benchmark (python {sys.version.split()[0]}, change rate {ns.change_rate})")
     print(head)
     print("-" * len(head))
     for r in rows:
         print(f"{r['n']:>8} {r['bytes'] / 2**20:>9.1f} {r['transitions']:>8} {r['load']:>7.3f} {r['compare']:>9.3f} "
-              f"{r['json']:>7.3f} {r['table']:>7.3f} {r['total']:>7.3f} {r['wall']:>7.3f} {(r['load'] + r['compare'] + r['json']) / r['n'] * 1e6:>8.2f} "
+              f"{r['json']:>7.3f} {r['table']:>7.3f} {r['total']:>7.3f} {r['wall']:>7.3f} "
+              f"{(r['load'] + r['compare'] + r['json']) / r['n'] * 1e6:>8.2f} "
               f"{r['peak'] / 2**20:>8.1f} {r['peak'] / r['n']:>7.0f}")
     print("Phases in CPU seconds (time.process_time); wall s is the elapsed time of the whole pass.")
-    print("* us/test: CPU of (load + compare + json) / tests. The table render shows at most --max-rows rows per class,")
+    print("* us/test: CPU of (load + compare + json) / tests. "
+          "The table render shows at most --max-rows rows per class,")
     print("  so its cost is flat; peak MiB is tracemalloc's peak over one full load + compare + render.")
     return 0
 

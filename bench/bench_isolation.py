@@ -3,8 +3,8 @@
 * Per test, in process: ``Isolation(builtin_specs()).hold()`` + ``release()`` (the leak check) on a clean
   test, against the naive reset fixture for the same state: snapshot ``{k: list(v)}`` of
   ``DYNAMO_ATEN_CONVERTERS``, ``list(ATOMIC_SUBGRAPHS)``, the two lowering pass lists and the three tables
-  (decompositions, constant-fold exclusions), then restore with ``clear()``/``update()`` and slice assignment. Medians of
-  per-iteration times, the two measured in alternating blocks. Also the cost when a test did leak (one
+  (decompositions, constant-fold exclusions), then restore with ``clear()``/``update()`` and slice assignment.
+  Medians of per-iteration times, the two measured in alternating blocks. Also the cost when a test did leak (one
   converter added), for information.
 * A suite of 2,000 trivial tests whose conftest imports torch_tensorrt (so isolation is active), each run
   in a fresh process with the plugin and with ``-p no:trtcap`` (same conftest), alternated; wall times.
@@ -25,7 +25,7 @@ from typing import Callable, Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import Result, banner, clean_env, interleaved, median, paired_median, per_round, spread  # noqa: E402
+from _common import Result, banner, clean_env, interleaved, median, paired_median, per_round, spread
 
 PER_TEST_TARGET = 1 / 3
 SUITE_TARGET = 1.05
@@ -187,11 +187,13 @@ def suite(n_tests: int, runs: int, quick: bool) -> List[Result]:
         with open(probe, encoding="utf-8") as f:  # one line per run, from the conftest
             lines = sorted(set(f.read().splitlines()))
     probes = {
-        "plugin": " | ".join(l for l in lines if l.startswith("plugin=True")) or "no run reported the plugin",
-        "no plugin": " | ".join(l for l in lines if l.startswith("plugin=False")) or "every run reported the plugin",
+        "plugin": " | ".join(line for line in lines if line.startswith("plugin=True")) or "no run reported the plugin",
+        "no plugin": (
+            " | ".join(line for line in lines if line.startswith("plugin=False")) or "every run reported the plugin"
+        ),
     }
     with_plugin, without = median(times["plugin"]), median(times["no plugin"])
-    print(f"command: python -m pytest -q -p no:cacheprovider test_trivial.py  vs  ... -p no:trtcap")
+    print("command: python -m pytest -q -p no:cacheprovider test_trivial.py  vs  ... -p no:trtcap")
     cpu_with, cpu_without = median(cpu["plugin"]), median(cpu["no plugin"])
     print(f"with plugin:   wall median {with_plugin:.3f} s (range {spread(times['plugin'])} s); "
           f"CPU median {cpu_with:.3f} s; probe: {probes['plugin']}")
@@ -199,7 +201,8 @@ def suite(n_tests: int, runs: int, quick: bool) -> List[Result]:
           f"CPU median {cpu_without:.3f} s (CPU ratio {cpu_with / cpu_without:.3f}); probe: {probes['no plugin']}")
     paired = paired_median(times["plugin"], times["no plugin"])
     result = Result("isolation_suite", f"suite of {n_tests} trivial tests with torch_tensorrt imported (wall time)",
-                    with_plugin, without, "s", SUITE_TARGET, checked=not quick, paired=paired, rounds=runs, ratios=per_round(times["plugin"], times["no plugin"]),
+                    with_plugin, without, "s", SUITE_TARGET, checked=not quick, paired=paired, rounds=runs,
+                    ratios=per_round(times["plugin"], times["no plugin"]),
                     detail={"runs": f"{runs} each, alternated", "tests": str(n_tests),
                             "CPU time (user + system, medians)":
                                 f"{cpu_with:.3f} s vs {cpu_without:.3f} s, ratio {cpu_with / cpu_without:.3f}"})

@@ -1,11 +1,11 @@
 """Benchmark: what ``--trtcap-needs-gpu skip`` costs a suite whose tests pass.
 
-A suite of 2,000 trivial passing tests, each run in a fresh process with ``--trtcap-needs-gpu skip`` and with ``--trtcap-needs-gpu fail`` (the default), plus a
-second ``fail`` side as an A/A control: the three alternate within each round, their order rotating. The
-ratio checked is skip's median over fail's (target <= 1.02); the A/A ratio of medians is the noise of this
-measurement, and a skip/fail ratio whose distance from 1 is within it is "not measurable". The conftest does not
-import torch: a passing test never reaches the host probe, and torch's import (seconds, varying by tens of
-percent here) would only add noise to a per-test cost.
+A suite of 2,000 trivial passing tests, each run in a fresh process with ``--trtcap-needs-gpu skip`` and with
+``--trtcap-needs-gpu fail`` (the default), plus a second ``fail`` side as an A/A control: the three alternate within
+each round, their order rotating. The ratio checked is skip's median over fail's (target <= 1.02); the A/A ratio of
+medians is the noise of this measurement, and a skip/fail ratio whose distance from 1 is within it is "not
+measurable". The conftest does not import torch: a passing test never reaches the host probe, and torch's import
+(seconds, varying by tens of percent here) would only add noise to a per-test cost.
 
     python bench/bench_needs_gpu.py [--quick] [--tests N] [--runs N]
 """
@@ -20,7 +20,7 @@ from typing import Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import Result, banner, clean_env, median, paired_median, spread, timed_run  # noqa: E402
+from _common import Result, banner, clean_env, median, paired_median, spread, timed_run
 
 TARGET = 1.02
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import Result, banner, median, paired_median, per_round, spread  # noqa: E402
+from _common import Result, banner, median, paired_median, per_round, spread
 
 TARGET = 1.05
 DIM = 16
@@ -223,7 +223,8 @@ def partition_at(gm: Any, settings: Any, target: str, runs: int, quick: bool, op
     wall: Dict[bool, List[float]] = {True: [], False: []}
     layouts = {guarded_layout}
     for i in range(runs):
-        for installed, (cpu_s, wall_s, parts) in partition_round(gm, (True, False) if i % 2 == 0 else (False, True)).items():
+        order = (True, False) if i % 2 == 0 else (False, True)
+        for installed, (cpu_s, wall_s, parts) in partition_round(gm, order).items():
             cpu[installed].append(cpu_s)
             wall[installed].append(wall_s)
             layouts.add(parts)
@@ -238,12 +239,13 @@ def partition_at(gm: Any, settings: Any, target: str, runs: int, quick: bool, op
     n_consulted = sum(consulted.values())
     print(f"targets {target} (targets Turing: {'yes' if decision.targets_turing else 'no'}): "
           f"guard consultations per partition: {n_consulted if n_consulted >= 0 else 'not counted'}; "
-          f"fired: {sum(fired.values())}; partition: {' | '.join('+'.join(l) for l in sorted(layouts))}")
+          f"fired: {sum(fired.values())}; partition: {' | '.join('+'.join(parts) for parts in sorted(layouts))}")
     print(f"  CPU time: guards installed median {on:.3f} s (min {min(cpu[True]):.3f}, range {spread(cpu[True])}), "
           f"not installed median {off:.3f} s (min {min(cpu[False]):.3f}, range {spread(cpu[False])}); "
           f"median of per-round ratios {paired:.3f}; ratio of medians {on / off:.3f}; "
           f"ratio of minimums {min(cpu[True]) / min(cpu[False]):.3f}")
-    print(f"  wall time: installed median {wall_on:.3f} s, not installed {wall_off:.3f} s (ratio {wall_on / wall_off:.3f})")
+    print(f"  wall time: installed median {wall_on:.3f} s, not installed {wall_off:.3f} s "
+          f"(ratio {wall_on / wall_off:.3f})")
     print(f"  validators over the graph ({swept} nodes, one consultation each): guarded {guarded_ms:.2f} ms, "
           f"stock {stock_ms:.2f} ms; the guards add {added_s * 1e3:.2f} ms per partition, "
           f"{added_s / off * 100:.2f}% of its CPU time without guards")
@@ -307,7 +309,8 @@ def per_call(gm: Any, settings: Any, target: str, quick: bool, per_node_ns: floa
 def main(argv: List[str] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny graph, no timing assertions")
-    parser.add_argument("--blocks", type=int, default=0, help="blocks in the model (default 300: 2100 call_function nodes)")
+    parser.add_argument("--blocks", type=int, default=0,
+                        help="blocks in the model (default 300: 2100 call_function nodes)")
     parser.add_argument("--runs", type=int, default=0, help="partition runs per side and target (default 21)")
     args = parser.parse_args(argv)
     results = run(args.quick, args.blocks, args.runs)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import Result, banner, median, spread  # noqa: E402
+from _common import Result, banner, median, spread
 
 TARGET = 1.05
 BLOCK = 25

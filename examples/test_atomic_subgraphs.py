@@ -23,4 +23,4 @@ def test_register_atomic_subgraph():
     finally:
         ATOMIC_SUBGRAPHS.remove((LinearReLU, (), True))
         _atomic_subgraphs.trace_atomic_graph.cache_clear()
-    assert ATOMIC_SUBGRAPHS == before
+    assert before == ATOMIC_SUBGRAPHS

@@ -6,11 +6,10 @@ and skipped there with a reason that names the target and where it came from.
 
 import pytest
 import torch
+from conftest import lower
 from torch_tensorrt import Input
 from torch_tensorrt.dynamo._settings import CompilationSettings
 from torch_tensorrt.dynamo.conversion import TRTInterpreter
-
-from conftest import lower
 
 
 class MM(torch.nn.Module):

@@ -51,7 +51,9 @@ class BuilderTargets:
     def describe(self) -> str:
         """``7.5 (declared, from --trt-target-sm)``, ``CURRENT (...)`` or ``none (...)``."""
         if self.capabilities:
-            dropped = f"; {format_targets(self.dropped)} dropped: no TensorRT-RTX ComputeCapability" if self.dropped else ""
+            dropped = (
+                f"; {format_targets(self.dropped)} dropped: no TensorRT-RTX ComputeCapability" if self.dropped else ""
+            )
             return f"{format_targets(self.capabilities)} ({self.reason}{dropped})"
         if self.current:
             return f"CURRENT ({self.reason})"
@@ -103,7 +105,7 @@ class _SwitchUndo:
         if self._previous is not None:
             _switch, self._previous = self._previous, None
 
-    def __enter__(self) -> "_SwitchUndo":
+    def __enter__(self) -> _SwitchUndo:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -13,7 +13,7 @@ import re
 import sys
 from collections import Counter
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 from .builder import install_builder_targets, uninstall_builder_targets
 from .rules import ALL_TARGETS, RULES, Rule, explicit_targets, rules_for, target_name_of

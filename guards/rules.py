@@ -83,7 +83,8 @@ def _flatten(values: Any, depth: int = 0) -> Iterator[Any]:
 def fp32_operand(node: Any, operands: Operands) -> bool:
     """Any of the listed operands is FP32."""
     fp32 = _dtype("float32")
-    for index, name in operands:  # a plain loop, not generators: this runs for every GEMM node on Turing
+    # a plain loop, not any() over a generator (SIM110): this runs for every GEMM node on Turing
+    for index, name in operands:  # noqa: SIM110
         if _dtype_of(_arg(node, index, name)) == fp32:
             return True
     return False
@@ -127,7 +128,8 @@ def forward_conv3d(node: Any, operands: Operands) -> bool:
     return shape is not None and len(shape) == 5
 
 
-def bf16_anywhere(node: Any, operands: Operands) -> bool:
+# ARG001 is wrong here: Rule.check calls every check as check(node, operands); this one reads all of the node.
+def bf16_anywhere(node: Any, operands: Operands) -> bool:  # noqa: ARG001
     """A bfloat16 tensor among the node's inputs or outputs."""
     bf16 = _dtype("bfloat16")
     meta = getattr(node, "meta", None)
@@ -149,12 +151,12 @@ def _leaf_has_dtype(values: Any, dtype: Any, depth: int = 0) -> bool:
     """
     if depth < 4:
         if isinstance(values, (tuple, list)):
-            for v in values:
+            for v in values:  # noqa: SIM110 - no generator per level, as the docstring says
                 if _leaf_has_dtype(v, dtype, depth + 1):
                     return True
             return False
         if isinstance(values, dict):
-            for v in values.values():
+            for v in values.values():  # noqa: SIM110 - no generator per level, as the docstring says
                 if _leaf_has_dtype(v, dtype, depth + 1):
                     return True
             return False

@@ -43,7 +43,9 @@ def make_validator(rules: Sequence[Rule], name: str) -> Validator:
         return rejecting_rule(node, settings, rules) is None
 
     validator.__name__ = validator.__qualname__ = name
-    validator.__doc__ = "Rejects: " + "; ".join(f"{r.cannot_serve} on SM {r.capability[0]}.{r.capability[1]}" for r in rules)
+    validator.__doc__ = "Rejects: " + "; ".join(
+        f"{r.cannot_serve} on SM {r.capability[0]}.{r.capability[1]}" for r in rules
+    )
     validator.rules = rules  # type: ignore[attr-defined]
     return validator
 

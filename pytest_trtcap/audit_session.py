@@ -86,7 +86,7 @@ class AuditSession:
     # --- hooks --------------------------------------------------------------------------------------------
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Optional[pytest.Item]) -> Generator[None, Any, Any]:
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, Any, Any]:
         self.current = item.nodeid
         try:
             return (yield)
@@ -94,7 +94,7 @@ class AuditSession:
             self.current = None
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_teardown(self, item: pytest.Item, nextitem: Optional[pytest.Item]) -> Generator[None, Any, Any]:
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, Any, Any]:
         """Attach the test's findings to its teardown report; under ``--trtcap-strict`` they error the test."""
         found = self.pending.pop(item.nodeid, [])
         item.user_properties.append((_AUDITED, self.audited.pop(item.nodeid, 0)))

@@ -120,7 +120,10 @@ def pass_manager_spec(manager: str, label: str, noun: str) -> StateSpec:
 
 
 def table_spec(module_name: str, table: str, noun: str) -> StateSpec:
-    """A module-level dict held by value; ``noun`` names an entry in leak reports (``aten.relu.default: noun added``)."""
+    """A module-level dict held by value.
+
+    ``noun`` names an entry in leak reports (``aten.relu.default: noun added``).
+    """
 
     def module() -> Any:
         return sys.modules[module_name]

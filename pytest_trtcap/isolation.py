@@ -42,7 +42,7 @@ class StateSpec:
 def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None]) -> StateSpec:
     """A spec from ``pytest_trtcap_isolated_state``: compared with ``!=``, reported under its label."""
     return StateSpec(str(label), snapshot, restore, lambda snap: snapshot() != snap,
-                     lambda snap: [f"{label} changed"])
+                     lambda _snap: [f"{label} changed"])
 
 
 @dataclass(eq=False)

@@ -12,7 +12,6 @@ from collections import Counter
 from typing import Any, Iterable, Optional, Tuple
 
 import pytest
-
 from trtcap_guards import targets
 
 from .needs_gpu import NeedsGpu, classify

@@ -14,7 +14,6 @@ from contextlib import ExitStack
 from typing import Dict, Iterable, Optional
 
 import pytest
-
 import trtcap_guards as guards
 
 
@@ -36,7 +35,8 @@ def check(names: Iterable[str], source: str, known: Dict[str, str], what: str) -
             continue
         nearest = [known[n] for n in difflib.get_close_matches(name.lower(), list(known), n=3, cutoff=0.6)]
         raise pytest.UsageError(
-            f"trtcap: {source}: {name!r} is not a converter target {what}; nearest: {', '.join(nearest) or 'none close'}"
+            f"trtcap: {source}: {name!r} is not a converter target {what}; "
+            f"nearest: {', '.join(nearest) or 'none close'}"
         )
 
 

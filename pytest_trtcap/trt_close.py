@@ -96,7 +96,9 @@ def _leaves(value: Any, torch: Any, depth: int = 0) -> Iterator[Any]:
             yield from _leaves(v, torch, depth + 1)
 
 
-def _pairs(actual: Any, expected: Any, torch: Any, path: str = "output", depth: int = 0) -> Iterator[Tuple[str, Any, Any]]:
+def _pairs(
+    actual: Any, expected: Any, torch: Any, path: str = "output", depth: int = 0
+) -> Iterator[Tuple[str, Any, Any]]:
     """(path, actual tensor, expected tensor) for every tensor leaf present on both sides."""
     if isinstance(actual, torch.Tensor) and isinstance(expected, torch.Tensor):
         yield path, actual, expected

@@ -8,7 +8,6 @@ import sys
 from typing import Any, Iterator, List, Tuple
 
 import pytest
-
 import trtcap_guards as guards
 
 pytest_plugins = ["pytester", "runs_helpers"]  # runs_helpers: the `swept` fixture of the trtcap command tests
@@ -107,7 +106,10 @@ class TargetsFactory:
 
 @pytest.fixture
 def targets(request: pytest.FixtureRequest) -> Iterator[TargetsFactory]:
-    """Factory for declared targets; ``@pytest.mark.parametrize("targets", ["7.5"], indirect=True)`` declares one up front."""
+    """Factory for declared targets.
+
+    ``@pytest.mark.parametrize("targets", ["7.5"], indirect=True)`` declares one up front.
+    """
     with contextlib.ExitStack() as stack:
         factory = TargetsFactory(stack)
         param = getattr(request, "param", None)

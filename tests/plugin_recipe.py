@@ -11,7 +11,6 @@ import copy
 from typing import Any, Dict, Tuple
 
 import torch
-
 import trtcap_guards as guards
 
 

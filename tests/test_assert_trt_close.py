@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 import trtcap_guards as guards
+
 from pytest_trtcap import assert_trt_close
 
 EAGER = torch.arange(1.0, 13.0).reshape(3, 4)
@@ -53,7 +53,8 @@ def test_all_zero_output_inside_a_nested_structure_is_named_by_its_path(targets)
     expected = {"logits": [EAGER, torch.ones(2)], "aux": (EAGER,)}
     lines = failure(actual, expected).splitlines()
     assert lines[:2] == ["trtcap: all-zero output where eager is non-zero",
-                         "  output['logits'][1] (shape (2,), torch.float32) is all zeros; eager has 2 non-zero element(s)"]
+                         "  output['logits'][1] (shape (2,), torch.float32) is all zeros; "
+                         "eager has 2 non-zero element(s)"]
 
 
 def test_non_contiguous_all_zero_output():

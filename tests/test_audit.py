@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-import trtcap_guards as guards
 import trt_models as tm
+import trtcap_guards as guards
+
 from pytest_trtcap import UnservablePlacement, assert_servable_placements, unservable_placements
 
 pytestmark = pytest.mark.usefixtures("tt")
@@ -255,6 +255,8 @@ def test_uses_it():
     assert PARTITIONED is not None
 '''
     pytester.makepyfile(test_module_level=module_level)
-    result = pytester.runpytest("-p", "no:randomly", "--trt-target-sm", "7.5", "--trtcap-guards", "off", "--trtcap-audit")
+    result = pytester.runpytest(
+        "-p", "no:randomly", "--trt-target-sm", "7.5", "--trtcap-guards", "off", "--trtcap-audit"
+    )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["placement audit: 1 partition(s) audited; 1 unservable*", "  (outside tests)", CAUGHT])

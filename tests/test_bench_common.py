@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
 
-from _common import Result  # noqa: E402
+from _common import Result
 
 
 def result(value, baseline, ratios=(), target=1.05):

@@ -15,10 +15,9 @@ from typing import Any, List
 
 import pytest
 import torch
-
+import trt_models as tm
 import trtcap_guards as guards
 import trtcap_guards.targets as guard_targets
-import trt_models as tm
 
 POPULATE = "_populate_trt_builder_config"
 
@@ -447,7 +446,9 @@ def test_populated_config():
          "trtcap: builder targets: none (backend is standard TensorRT, from --trt-backend); on (default)"),
     ],
 )
-def test_session_builds_for_the_declared_targets(pytester, tt, interpreter_class, stock_populate, args, carries, header):
+def test_session_builds_for_the_declared_targets(
+    pytester, tt, interpreter_class, stock_populate, args, carries, header
+):
     pytester.makepyfile(BUILD_TEST)
     before = guards.builder_targets_enabled()
     result = pytester.runpytest("-v", "-s", "-p", "no:cacheprovider", *args)

@@ -11,9 +11,8 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
-import trtcap_guards as guards
 import trt_models as tm
+import trtcap_guards as guards
 
 pytestmark = pytest.mark.usefixtures("tt")
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-import trtcap_guards as guards
 import trt_models as tm
+import trtcap_guards as guards
 
 pytestmark = pytest.mark.usefixtures("tt")
 
@@ -65,7 +64,7 @@ def test_install_twice_is_install_once(aten_converters):
             validator = support.capability_validator
             # wrapped exactly once: the guard's inner validator is the stock one, not another guard
             assert validator.__wrapped__ is stock.capability_validator
-            assert getattr(validator, "_trtcap_original") is stock
+            assert validator._trtcap_original is stock
             assert not hasattr(validator.__wrapped__, "_trtcap_original")
             assert support.converter_implementation is stock.converter_implementation
             assert support.supports_dynamic_shapes == stock.supports_dynamic_shapes
@@ -94,9 +93,8 @@ def test_installed_context_manager_leaves_the_registry_as_found(aten_converters)
     assert not guards.is_installed()
     assert same_objects(pristine, snapshot(aten_converters))
 
-    with pytest.raises(RuntimeError, match="boom"):
-        with guards.installed():
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError, match="boom"), guards.installed():
+        raise RuntimeError("boom")
     assert same_objects(pristine, snapshot(aten_converters))
 
 
@@ -198,7 +196,9 @@ def test_neutralize_one_target_leaves_the_others_guarded(targets, guarded):
         assert tm.placement(tm.partition(tm.gemm_graph("mm")))["acc"] == ["aten.mm.default"]
 
 
-@pytest.mark.parametrize("bad", ["linear", "aten linear default", "", "aten.linear.default.extra", "9aten.mm", "aten..mm", 42])
+@pytest.mark.parametrize(
+    "bad", ["linear", "aten linear default", "", "aten.linear.default.extra", "9aten.mm", "aten..mm", 42]
+)
 def test_neutralize_bad_name_is_a_value_error_naming_it(bad):
     with pytest.raises(ValueError) as info:
         guards.neutralize(bad)

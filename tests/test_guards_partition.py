@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-import trtcap_guards as guards
 import trt_models as tm
+import trtcap_guards as guards
 
 pytestmark = pytest.mark.usefixtures("tt")
 
@@ -226,7 +225,9 @@ def test_cdist_forward_guard_follows_the_converter_branch_not_the_dtype(mode, ro
     targets("7.5")
     gm = cdist_forward(mode, rows, dtype)
     where = tm.placement(tm.partition(gm))
-    assert where == ({"acc": [], "gpu": [CDIST], "inline": []} if rejected else {"acc": [CDIST], "gpu": [], "inline": []})
+    assert where == (
+        {"acc": [], "gpu": [CDIST], "inline": []} if rejected else {"acc": [CDIST], "gpu": [], "inline": []}
+    )
 
 
 def test_cdist_forward_matmul_branch_accepted_at_ada(targets, guarded):

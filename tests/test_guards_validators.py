@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from hypothesis import given, strategies as st
-
-import trtcap_guards as guards
 import trt_models as tm
+import trtcap_guards as guards
+from hypothesis import given
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.usefixtures("tt")
 
@@ -154,7 +154,9 @@ def test_convolution_validator(targets):
     conv3d = the_node(tm.conv_graph(3), "aten.convolution.default")
     conv2d = the_node(tm.conv_graph(2), "aten.convolution.default")
     transposed = the_node(
-        tm.lowered(("convT3d",), lambda: (tm.seeded(torch.nn.ConvTranspose3d, 2, 2, 3), tm.inputs_for([(1, 2, 4, 4, 4)]))),
+        tm.lowered(
+            ("convT3d",), lambda: (tm.seeded(torch.nn.ConvTranspose3d, 2, 2, 3), tm.inputs_for([(1, 2, 4, 4, 4)]))
+        ),
         "aten.convolution.default",
     )
     assert transposed.args[6] is True
@@ -327,7 +329,9 @@ def values(pool, nasty=True):
         st.integers(min_value=-(2**70), max_value=2**70),
         st.floats(allow_nan=True, allow_infinity=True),
         st.text(max_size=6),
-        st.sampled_from([torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.Size([2, 3]), torch.Size([])]),
+        st.sampled_from(
+            [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.Size([2, 3]), torch.Size([])]
+        ),
         st.sampled_from([torch.zeros(2, 3), torch.zeros(1, 1, 2, 2, 2), torch.zeros((), dtype=torch.bfloat16),
                          torch.zeros(4, dtype=torch.float16)]),
         st.sampled_from(pool.fake_vals),

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any, List
 
 import pytest
+from state_scan import Mutation, scan
 
 from pytest_trtcap import held_state, inventory
-from state_scan import Mutation, scan
 
 README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
 

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
-
 import trtcap_guards as guards
 
 pytestmark = pytest.mark.skipif(
@@ -336,7 +335,9 @@ def _line_of(module: str, snippet: str) -> int:
 def test_each_way_of_needing_a_gpu_is_a_needs_a_gpu_skip(lane_89: LaneRun) -> None:
     """The reason names the test's own line, the error's first line, and the signature."""
     where = {
-        HEAD_ON_CUDA: ("lane_004_needs_gpu.py", "model, x = model.cuda(), x.cuda()", "RuntimeError: Found no NVIDIA driver"),
+        HEAD_ON_CUDA: (
+            "lane_004_needs_gpu.py", "model, x = model.cuda(), x.cuda()", "RuntimeError: Found no NVIDIA driver"
+        ),
         ENGINE: ("lane_004_needs_gpu.py", "self.assertEqual(compiled(", "AssertionError: `assert cuda_engine` in "
                  "torch_tensorrt.dynamo.conversion._TRTInterpreter"),
         KERNEL: ("lane_004_needs_gpu.py", "out = torch.ops.aten._scaled_dot_product_efficient_attention",

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-
 import trtcap_guards as guards
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,7 +135,9 @@ def test_the_install_line_installs_the_checkout_with_no_index(tmp_path: Path) ->
     _copy_of_this_checkout(repo / "pytest-trtcap")
     install = recipe()[0]
     report = tmp_path / "report.json"
-    proc = _run(install, repo, ["--dry-run", "--no-deps", "--no-index", "--no-build-isolation", "--report", str(report)])
+    proc = _run(
+        install, repo, ["--dry-run", "--no-deps", "--no-index", "--no-build-isolation", "--report", str(report)]
+    )
     assert proc.returncode == 0, proc.stdout[-3000:]
     items = json.loads(report.read_text(encoding="utf-8"))["install"]
     assert [item["metadata"]["name"] for item in items] == ["pytest-trtcap"]

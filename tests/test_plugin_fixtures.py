@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 import trtcap_guards as guards
+
 import pytest_trtcap
 from pytest_trtcap import PartitionCounts, assert_partition_counts, count_partitions, describe_partitions
 
@@ -246,7 +246,8 @@ def test_partition_expectations_in_a_suite_at_7_5(suite: pytest.Pytester) -> Non
         "E*  _run_on_gpu_0: aten.linear.default",
         "E*  _run_on_acc_1: aten.relu.default",
         "E*  _run_on_gpu_2: aten.linear.default",
-        "E*trtcap: targets Turing on TensorRT-RTX = True: TensorRT-RTX targets SM 7.5 (targets 7.5 from --trt-target-sm)",
+        "E*trtcap: targets Turing on TensorRT-RTX = True: "
+        "TensorRT-RTX targets SM 7.5 (targets 7.5 from --trt-target-sm)",
     ])
     result.stdout.fnmatch_lines(["GUARDS INSTALLED True"])
     result.stdout.fnmatch_lines(["*guards fired: *fp32_gemm on aten.linear.default x*"])

@@ -231,7 +231,8 @@ def test_a_leak_right_after_the_first_import_in_a_test_body_is_named_and_restore
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
         "leaks: 1 test(s) left global state changed (restored)",
-        "  test_body_import.py::test_imports_torch_tensorrt_and_leaks -> added ATOMIC_SUBGRAPHS entry (BodyPattern, (), True)",
+        "  test_body_import.py::test_imports_torch_tensorrt_and_leaks -> "
+        "added ATOMIC_SUBGRAPHS entry (BodyPattern, (), True)",
     ])
 
 
@@ -390,8 +391,10 @@ def test_a_fixture_leak_errors_the_test_in_teardown_under_strict_or_warnings_as_
     pytester.makepyfile(test_fixture_leak=FIXTURE_LEAK)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rE", *flags)
     result.assert_outcomes(passed=2, errors=1)
-    result.stdout.fnmatch_lines([f"E*TrtcapLeakError: trtcap: {FIXTURE_SUBJECT} leaked global state (*): {FIXTURE_WHAT}",
-                                 "ERROR test_fixture_leak.py::test_uses_leaky - *TrtcapLeakError*"])
+    result.stdout.fnmatch_lines([
+        f"E*TrtcapLeakError: trtcap: {FIXTURE_SUBJECT} leaked global state (*): {FIXTURE_WHAT}",
+        "ERROR test_fixture_leak.py::test_uses_leaky - *TrtcapLeakError*",
+    ])
     assert "INTERNALERROR" not in result.stdout.str()
 
 

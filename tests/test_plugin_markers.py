@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-
 REASON = "trtcap: TensorRT-RTX cannot serve {what} on SM 7.5 (targets 7.5 from --trt-target-sm)"
 
 MARKED_SUITE = '''
@@ -122,7 +121,8 @@ def test_markers_are_listed_with_help(pytester: pytest.Pytester) -> None:
         "(SM 7.5; ops: aten.convolution.default, tensorrt.conv_asym_pad.default). Takes no arguments.",
         "@pytest.mark.trt_bf16: skip when TensorRT-RTX cannot serve BF16 on the declared targets (SM 7.5; *). "
         "Takes no arguments.",
-        "@pytest.mark.trtcap_no_isolation: do not hold and restore Torch-TensorRT's global registries around this test.",
+        "@pytest.mark.trtcap_no_isolation: "
+        "do not hold and restore Torch-TensorRT's global registries around this test.",
     ])
 
 
@@ -166,7 +166,9 @@ def test_the_reason_is_exact(pytester: pytest.Pytester) -> None:
 def test_everything_runs_at_8_9(marked_suite: pytest.Pytester) -> None:
     result = marked_suite.runpytest("-rs", "--trt-target-sm", "8.9")
     result.assert_outcomes(passed=15)
-    result.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from --trt-target-sm);*targets Turing on TensorRT-RTX: no; guards: *"])
+    result.stdout.fnmatch_lines(
+        ["trtcap: targets: 8.9 (from --trt-target-sm);*targets Turing on TensorRT-RTX: no; guards: *"]
+    )
     assert "capability skips" not in result.stdout.str()
 
 
@@ -181,12 +183,15 @@ def test_a_target_list_containing_7_5_skips(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-rs", "--trt-target-sm", "8.9,7.5")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines([
-        "SKIPPED [[]1[]] *:10: trtcap: TensorRT-RTX cannot serve 3D convolution on SM 7.5 (targets 8.9,7.5 from --trt-target-sm)",
+        "SKIPPED [[]1[]] *:10: trtcap: TensorRT-RTX cannot serve 3D convolution on SM 7.5 "
+        "(targets 8.9,7.5 from --trt-target-sm)",
     ])
 
 
 def test_markers_work_under_strict_markers_in_a_fresh_process(marked_suite: pytest.Pytester) -> None:
-    result = marked_suite.runpytest_subprocess("--strict-markers", "-rs", "--trt-target-sm", "7.5", "-p", "no:cacheprovider")
+    result = marked_suite.runpytest_subprocess(
+        "--strict-markers", "-rs", "--trt-target-sm", "7.5", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=3, skipped=12)
     result.stdout.fnmatch_lines(["capability skips: 12 (*)"])
 
@@ -221,7 +226,8 @@ def test_a_marker_given_arguments_is_a_collection_error_naming_the_test(pytester
         "*ERROR collecting test_bad_args.py*",
         "trtcap: test_bad_args.py::test_positional: @pytest.mark.trt_fp32_gemm takes no arguments, got ('7.5')",
         "test_bad_args.py::test_keyword: @pytest.mark.trt_bf16 takes no arguments, got (reason='no bf16')",
-        "test_bad_args.py::test_no_isolation_with_args: @pytest.mark.trtcap_no_isolation takes no arguments, got (True)",
+        "test_bad_args.py::test_no_isolation_with_args: "
+        "@pytest.mark.trtcap_no_isolation takes no arguments, got (True)",
     ])
     assert "test_fine:" not in result.stdout.str()
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Dict
 
 import pytest
-
 from trtcap_guards import targets as guard_targets
 
 torch = pytest.importorskip("torch")
@@ -130,9 +129,7 @@ def _outcomes(result: pytest.RunResult) -> Dict[str, str]:
     for rep in result.reprec.getreports("pytest_runtest_logreport"):  # type: ignore[attr-defined]
         if hasattr(rep, "wasxfail"):
             out[rep.nodeid] = "xfailed"
-        elif rep.when == "setup" and not rep.passed:
-            out[rep.nodeid] = rep.outcome
-        elif rep.when == "call" and rep.nodeid not in out:
+        elif (rep.when == "setup" and not rep.passed) or (rep.when == "call" and rep.nodeid not in out):
             out[rep.nodeid] = rep.outcome
     for rep in result.reprec.getreports("pytest_collectreport"):  # type: ignore[attr-defined]
         if not rep.passed:
@@ -314,7 +311,7 @@ def test_fixtures_of_every_scope(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2, skipped=2, errors=1)  # the finalizer test passes, then errors in teardown
     result.stdout.fnmatch_lines(["ERROR test_fixtures.py::test_finalizer_needs_a_gpu - RuntimeError: Found no *"])
     line = _line(pytester, "test_fixtures.py", "torch.nn.Linear(2, 2).cuda()")
-    assert [l for l in _skip_lines(result) if f"test_fixtures.py:{line}: {PREFIX}test_fixtures.py:{line}: " in l]
+    assert [s for s in _skip_lines(result) if f"test_fixtures.py:{line}: {PREFIX}test_fixtures.py:{line}: " in s]
 
 
 def test_a_conftest_that_needs_a_gpu_is_still_a_usage_error(pytester: pytest.Pytester) -> None:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -27,7 +26,9 @@ def no_pythonpath(no_trtcap_environment: None, monkeypatch: pytest.MonkeyPatch) 
 def _pip(python: Path, *args: str) -> None:
     proc = subprocess.run([str(python), "-m", "pip", "install", "-q", *args], capture_output=True, text=True)
     if proc.returncode != 0:
-        pytest.skip(f"cannot build the torch-less environment: pip install {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
+        pytest.skip(
+            f"cannot build the torch-less environment: pip install {' '.join(args)} failed:\n{proc.stderr[-2000:]}"
+        )
 
 
 @pytest.fixture(scope="session")
@@ -36,11 +37,15 @@ def notorch_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = tmp_path_factory.mktemp("notorch") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    env_pins = [f"pytest=={metadata.version('pytest')}", f"pluggy=={metadata.version('pluggy')}", "iniconfig", "packaging"]
+    env_pins = [
+        f"pytest=={metadata.version('pytest')}", f"pluggy=={metadata.version('pluggy')}", "iniconfig", "packaging"
+    ]
     _pip(python, "--no-deps", "-e", str(REPO_ROOT))
     _pip(python, *env_pins)  # with their dependencies (pytest needs pygments too)
     probe = subprocess.run(
-        [str(python), "-c", "import importlib.util as u; print([m for m in ('torch', 'torch_tensorrt', 'tensorrt') if u.find_spec(m)])"],
+        [str(python), "-c",
+         "import importlib.util as u; "
+         "print([m for m in ('torch', 'torch_tensorrt', 'tensorrt') if u.find_spec(m)])"],
         capture_output=True, text=True, check=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
     )
     assert probe.stdout.strip() == "[]", f"the throwaway environment can import {probe.stdout.strip()}"
@@ -139,9 +144,13 @@ def test_without_torch_the_mixin_skips_like_the_fixture(
     pytester: pytest.Pytester, notorch_python: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytester.makepyfile(test_mixin=MIXIN_SUITE)
-    result = pytester.run(str(notorch_python), "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--trt-target-sm", "7.5")
+    result = pytester.run(
+        str(notorch_python), "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--trt-target-sm", "7.5"
+    )
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *: trtcap: turing_safe_gemm_dtype needs torch, which is not installed"])
+    result.stdout.fnmatch_lines(
+        ["SKIPPED [[]1[]] *: trtcap: turing_safe_gemm_dtype needs torch, which is not installed"]
+    )
     # and under the plain unittest runner, which knows nothing of pytest's skip exception
     monkeypatch.setenv("TRTCAP_TARGET_SM", "7.5")
     plain = pytester.run(str(notorch_python), "-m", "unittest", "-v", "test_mixin")

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 import trtcap_guards as guards
 
 RECIPE = Path(__file__).with_name("plugin_recipe.py")
@@ -223,7 +222,8 @@ def test_header_and_summary_after_torch_tensorrt_is_imported(pytester: pytest.Py
         "*- trtcap -*",
         "capability skips: 2 (trt_cdist_matmul: 1, trt_fp32_gemm: 1)",
         "leaks: 1 test(s) left global state changed (restored)",
-        "  test_report.py::test_zz_interrupted_after_leaking -> added ATOMIC_SUBGRAPHS entry (Late, (), True) (interrupted)",
+        "  test_report.py::test_zz_interrupted_after_leaking -> "
+        "added ATOMIC_SUBGRAPHS entry (Late, (), True) (interrupted)",
         "neutralized guards: aten.mm.default",
         "guards fired: fp32_gemm on aten.linear.default x2",
         "gpu-less import: applied (device queries answered with 7.5)",

@@ -11,8 +11,8 @@ import sys
 from typing import Iterator
 
 import pytest
-
 import trtcap_guards as guards
+
 from pytest_trtcap import settings as trtcap_settings
 
 USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
@@ -128,7 +128,8 @@ def test_in_process_runs_undo_declarations_and_disarm_the_import_hook(pytester: 
 
         print("before:", leftovers())
         good = pytest.main(["-q", "-p", "no:cacheprovider", "--trt-target-sm", "7.5", "--trt-backend", "rtx",
-                            "--trtcap-neutralize", "aten.mm.default", "test_in_process_runs_undo_declarations_and_disarm_the_import_hook.py"])
+                            "--trtcap-neutralize", "aten.mm.default",
+                            "test_in_process_runs_undo_declarations_and_disarm_the_import_hook.py"])
         print("good run:", int(good), leftovers())
         bad = pytest.main(["-q", "-p", "no:cacheprovider", "--trt-backend", "cuda"])
         print("usage error:", int(bad), leftovers())
@@ -213,7 +214,9 @@ def test_backend_source_and_effect(
     result = pytester.runpytest(*args)
     result.assert_outcomes(**{outcome: 1})
     turing = "no" if outcome == "passed" else "yes"
-    result.stdout.fnmatch_lines([f"trtcap: targets: 7.5 (from --trt-target-sm); {header}; targets Turing on TensorRT-RTX: {turing}; guards: *"])
+    result.stdout.fnmatch_lines(
+        [f"trtcap: targets: 7.5 (from --trt-target-sm); {header}; targets Turing on TensorRT-RTX: {turing}; guards: *"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -246,7 +249,8 @@ def test_guards_setting(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPat
         (["--trtcap-neutralize", "aten.mm.default", "--trtcap-neutralize", "aten.linear.default"], None, None,
          "aten.linear.default, aten.mm.default"),
         (None, "aten.bmm.default, aten.mm.default", None, "aten.bmm.default, aten.mm.default"),
-        (None, None, "aten.addmm.default\n    aten.convolution.default", "aten.addmm.default, aten.convolution.default"),
+        (None, None, "aten.addmm.default\n    aten.convolution.default",
+         "aten.addmm.default, aten.convolution.default"),
         (["--trtcap-neutralize", "aten.mv.default"], "aten.mm.default", "aten.bmm.default", "aten.mv.default"),
     ],
 )
@@ -415,7 +419,9 @@ def test_hook_is_not_consulted_when_a_setting_gives_targets(pytester: pytest.Pyt
     pytester.makepyfile(GEMM_TEST)
     result = pytester.runpytest("--trt-target-sm", "8.9")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from --trt-target-sm);*targets Turing on TensorRT-RTX: no; guards: *"])
+    result.stdout.fnmatch_lines(
+        ["trtcap: targets: 8.9 (from --trt-target-sm);*targets Turing on TensorRT-RTX: no; guards: *"]
+    )
 
 
 def test_first_hook_result_wins(pytester: pytest.Pytester) -> None:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-
 pytest.importorskip("xdist")
 
 RECIPE = Path(__file__).with_name("plugin_recipe.py")

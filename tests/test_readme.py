@@ -24,6 +24,7 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 def test_opening_install_lines_name_the_distribution_and_extras_pyproject_defines():
     import re
+
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -61,7 +62,9 @@ def test_every_figure_the_readme_quotes_elsewhere_is_in_the_results_file():
     import re
 
     results = (ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8")
-    outside = README[: README.index("<!-- bench-results:start -->")] + README[README.index("<!-- bench-results:end -->"):]
+    outside = (
+        README[: README.index("<!-- bench-results:start -->")] + README[README.index("<!-- bench-results:end -->"):]
+    )
     figure = re.compile(r"\b\d+(?:\.\d+)?\s?(?:us|µs|ns|ms|MiB|B/test)\b|\b[01]\.\d{3}\b")
     quoted = set(figure.findall(outside))
     # Limits the code enforces are documented figures too, checked against the code instead.

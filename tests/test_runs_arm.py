@@ -31,7 +31,8 @@ def test_sweep_arm_that_exits_mid_run_is_incomplete(tmp_path):
     out.mkdir()
     (out / "arm-7.5.xml").write_text('<testsuites><testsuite tests="0"/></testsuites>')  # stale, from an earlier sweep
     (out / "arm-7.5.stream.jsonl").write_text(  # a stale stream that finished cleanly
-        '{"schema": "trtcap-stream", "version": 2}\n{"e": "test", "id": "test_crash.py::test_after", "outcome": "passed"}\n'
+        '{"schema": "trtcap-stream", "version": 2}\n'
+        '{"e": "test", "id": "test_crash.py::test_after", "outcome": "passed"}\n'
         '{"e": "finish", "exitstatus": 0, "counted": {"collected": 1}}\n')
     proc = trtcap("sweep", "--arms", "7.5,8.9", "--out", out, "--format", "json", "--", "-s", cwd=suite)
     assert proc.returncode == 2, proc.stderr
@@ -52,7 +53,10 @@ def test_sweep_arm_killed_by_a_signal_is_incomplete(tmp_path):
     suite = make_suite(tmp_path, {"test_crash.py": CRASH_SUITE.format(how="kill(os.getpid(), signal.SIGKILL)")})
     proc = trtcap("sweep", "--arms", "7.5", "--out", "out", "-q", cwd=suite)
     assert proc.returncode == 2
-    assert "RESULT: INCOMPLETE: arm 7.5: process: pytest was killed by SIGKILL while running test_crash.py::test_dies" in proc.stdout
+    assert (
+        "RESULT: INCOMPLETE: arm 7.5: process: pytest was killed by SIGKILL while running test_crash.py::test_dies"
+        in proc.stdout
+    )
     assert "Arm 7.5 is INCOMPLETE" in proc.stdout and "stderr tail:" in proc.stdout
     rec = load_record(suite / "out" / "arm-7.5.json")  # the partial record is still a valid record
     assert rec.result == "INCOMPLETE" and list(rec.tests) == ["test_crash.py::test_first"]

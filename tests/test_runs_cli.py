@@ -30,7 +30,9 @@ def test_compare_lists_every_transition_class(swept):
     }
     assert "test_same_signature" not in got  # same failure up to addresses and numbers
     sig = next(t for t in result["transitions"] if t["class"] == "signature changed")
-    assert (sig["before"]["signature"], sig["after"]["signature"]) == ("TypeError: unsupported dtype bf16", "ValueError: bad shape <N>x<N>")
+    assert (sig["before"]["signature"], sig["after"]["signature"]) == (
+        "TypeError: unsupported dtype bf16", "ValueError: bad shape <N>x<N>"
+    )
     assert result["totals"]["regression"] == 1 and result["unchanged"] == 2
     assert [t["class"] for t in result["transitions"]][0] == "regression"
 
@@ -65,8 +67,12 @@ def test_compare_against_junit_xml(swept):
     suite, out, _ = swept
     unverified = trtcap("compare", out / f"arm-{BEFORE}.xml", out / f"arm-{AFTER}.json")
     assert unverified.returncode == 2, unverified.stderr  # JUnit XML cannot prove it lost no test
-    assert unverified.stdout.rstrip().splitlines()[-1].startswith("RESULT: UNVERIFIED: nothing proves these sides lost no test")
-    proc = trtcap("compare", out / f"arm-{BEFORE}.xml", out / f"arm-{AFTER}.json", "--format", "json", "--accept-unverified")
+    assert unverified.stdout.rstrip().splitlines()[-1].startswith(
+        "RESULT: UNVERIFIED: nothing proves these sides lost no test"
+    )
+    proc = trtcap(
+        "compare", out / f"arm-{BEFORE}.xml", out / f"arm-{AFTER}.json", "--format", "json", "--accept-unverified"
+    )
     assert proc.returncode == 1, proc.stderr
     result = json.loads(proc.stdout)
     got = {t["nodeid"]: t["class"] for t in result["transitions"]}
@@ -95,8 +101,10 @@ TRUNCATED = '{"schema": "trtcap-record", "version": 1, "tests": {"a.py::t": {"ou
         ("empty.json", "", "empty file"),
         ("truncated.json", TRUNCATED, "truncated JSON"),
         ("foreign.json", '{"version": 3, "results": []}', "not a trtcap record"),
-        ("truncated.xml", '<?xml version="1.0"?><testsuites><testsuite tests="1"><testcase classname="a" na', "truncated XML"),
-        ("foreign.xml", '<?xml version="1.0"?><project><modelVersion>4</modelVersion></project>', "not a JUnit XML report"),
+        ("truncated.xml", '<?xml version="1.0"?><testsuites><testsuite tests="1"><testcase classname="a" na',
+         "truncated XML"),
+        ("foreign.xml", '<?xml version="1.0"?><project><modelVersion>4</modelVersion></project>',
+         "not a JUnit XML report"),
     ],
 )
 def test_compare_bad_file_is_a_one_line_error(swept, tmp_path, name, content, problem):
@@ -138,15 +146,17 @@ def test_main_returns_status_in_process(tmp_path, capsys):
 def test_non_ascii_console_gets_escapes_not_a_crash(tmp_path):
     def write(name, outcome):
         data = {"schema": "trtcap-record", "version": 1, "arm": None,
-                "tests": {"tests/test_ü.py::test_x[日本]": {"outcome": outcome, "signature": "E: ü" if outcome == "failed" else None}}}
+                "tests": {"tests/test_ü.py::test_x[日本]": {
+                    "outcome": outcome, "signature": "E: ü" if outcome == "failed" else None,
+                }}}
         (tmp_path / name).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         return tmp_path / name
 
     before, after = write("b.json", "passed"), write("a.json", "failed")
     env = dict(os.environ, PYTHONIOENCODING="ascii")
     for fmt in ("table", "markdown", "json"):
-        proc = subprocess.run([sys.executable, "-m", "pytest_trtcap", "compare", str(before), str(after), "--format", fmt,
-                               "--accept-unverified"],
+        proc = subprocess.run([sys.executable, "-m", "pytest_trtcap", "compare", str(before), str(after),
+                               "--format", fmt, "--accept-unverified"],
                               capture_output=True, env=env, timeout=60)
         assert proc.returncode == 1, proc.stderr
         assert b"Traceback" not in proc.stderr
@@ -163,7 +173,8 @@ def test_record_with_a_lone_surrogate_on_a_utf8_console(tmp_path):
     before.write_text(json.dumps(data))  # ASCII JSON: the surrogate is an escape
     env = dict(os.environ, PYTHONIOENCODING="utf-8")
     for fmt in ("table", "markdown", "json"):
-        proc = subprocess.run([sys.executable, "-m", "pytest_trtcap", "compare", str(before), str(before), "--format", fmt],
+        proc = subprocess.run([sys.executable, "-m", "pytest_trtcap", "compare", str(before), str(before),
+                               "--format", fmt],
                               capture_output=True, env=env, timeout=60)
         assert proc.returncode == 0, proc.stderr
         assert b"Traceback" not in proc.stderr
@@ -175,7 +186,8 @@ def test_record_with_a_lone_surrogate_on_a_utf8_console(tmp_path):
 HOSTILE = {
     "bigint.json": '{"schema": "trtcap-record", "version": 1, "tests": {}, "collected": ' + "9" * 5000 + "}",
     "deep.json": '{"schema": "trtcap-record", "version": 1, "tests": {}, "x": ' + "[" * 200_000 + "]" * 200_000 + "}",
-    "reason.json": json.dumps({"schema": "trtcap-record", "version": 1, "tests": {"t::a": {"outcome": "skipped", "reason": 12345}}}),
+    "reason.json": json.dumps({"schema": "trtcap-record", "version": 1,
+                               "tests": {"t::a": {"outcome": "skipped", "reason": 12345}}}),
     "disagreements.json": json.dumps({"schema": "trtcap-record", "version": 1, "tests": {},
                                       "reconciliation": {"result": "INCOMPLETE", "disagreements": 7}}),
 }

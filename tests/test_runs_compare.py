@@ -66,7 +66,9 @@ def test_transitions_never_drop_a_test_and_order_by_class():
 
 def test_compare_records_exit_status_and_incomplete():
     def rec(tests, result="COMPLETE"):
-        return Record("x.json", _record(tests, reconciliation={"result": result, "disagreements": ["d"] if result != "COMPLETE" else []}))
+        return Record("x.json", _record(
+            tests, reconciliation={"result": result, "disagreements": ["d"] if result != "COMPLETE" else []}
+        ))
 
     same = {"a": E("passed")}
     assert compare_records(rec(same), rec(same))["exit_status"] == 0
@@ -76,7 +78,9 @@ def test_compare_records_exit_status_and_incomplete():
 
 
 def _rec(tests, result="COMPLETE", errors=None):
-    reconciliation = None if result is None else {"result": result, "disagreements": ["d"] if result != "COMPLETE" else []}
+    reconciliation = (
+        None if result is None else {"result": result, "disagreements": ["d"] if result != "COMPLETE" else []}
+    )
     return Record("x.json", _record(tests, reconciliation=reconciliation, collection_errors=errors or {}))
 
 
@@ -90,7 +94,9 @@ def test_new_failing_test_is_added_not_a_regression():
 
 @pytest.mark.parametrize("before_result, after_result", [(None, "COMPLETE"), ("COMPLETE", None), (None, None)])
 def test_a_side_without_reconciliation_is_unverified(before_result, after_result):
-    lost = compare_records(_rec({"a": E("passed"), "b": E("passed")}, before_result), _rec({"a": E("passed")}, after_result))
+    lost = compare_records(
+        _rec({"a": E("passed"), "b": E("passed")}, before_result), _rec({"a": E("passed")}, after_result)
+    )
     assert lost["result"] == "UNVERIFIED" and lost["exit_status"] == 2
     accepted = compare_records(_rec({"a": E("passed")}, before_result), _rec({"a": E("failed", "E: x")}, after_result),
                                accept_unverified=True)
@@ -98,7 +104,9 @@ def test_a_side_without_reconciliation_is_unverified(before_result, after_result
 
 
 def test_incomplete_beats_unverified():
-    result = compare_records(_rec({"a": E("passed")}, None), _rec({"a": E("passed")}, "INCOMPLETE"), accept_unverified=True)
+    result = compare_records(
+        _rec({"a": E("passed")}, None), _rec({"a": E("passed")}, "INCOMPLETE"), accept_unverified=True
+    )
     assert result["result"] == "INCOMPLETE" and result["exit_status"] == 2
 
 
@@ -108,7 +116,10 @@ def test_needs_a_gpu_is_a_class_of_its_own(before, after):
     result = compare_records(_rec({"t": before}), _rec({"t": after}))
     assert [t["class"] for t in result["transitions"]] == ["needs a GPU"]
     assert result["exit_status"] == 0
-    skipped = [side for side in (result["transitions"][0]["before"], result["transitions"][0]["after"]) if side["outcome"] == "skipped"]
+    skipped = [
+        side for side in (result["transitions"][0]["before"], result["transitions"][0]["after"])
+        if side["outcome"] == "skipped"
+    ]
     assert skipped[0]["reason"] == GPU
     # an ordinary skip stays "newly skipped"
     plain = compare_records(_rec({"t": E("passed")}), _rec({"t": E("skipped", "Skipped: x", "not on turing")}))
@@ -118,7 +129,9 @@ def test_needs_a_gpu_is_a_class_of_its_own(before, after):
 def test_collection_errors_are_compared_as_their_own_class():
     error = {"m.py": {"signature": "ImportError: x", "message": None}}
     new = compare_records(_rec({"a": E("passed")}), _rec({"a": E("passed")}, errors=error))
-    assert [(t["nodeid"], t["class"], t["transition"]) for t in new["transitions"]] == [("m.py", "collection error", "absent->collection error")]
+    assert [(t["nodeid"], t["class"], t["transition"]) for t in new["transitions"]] == [
+        ("m.py", "collection error", "absent->collection error")
+    ]
     assert new["exit_status"] == 1 and new["after"]["collection_errors"] == 1
     same = compare_records(_rec({}, errors=error), _rec({}, errors=error))
     assert same["transitions"] == [] and same["exit_status"] == 0

@@ -16,11 +16,15 @@ def _rep(when, outcome, wasxfail=False, xreason=None, message=None, skip=None):
     [
         ([_rep("setup", "passed"), _rep("call", "passed"), _rep("teardown", "passed")], "passed", "call"),
         ([_rep("setup", "failed", message="KeyError: 'k'"), _rep("teardown", "passed")], "error", "setup"),
-        ([_rep("setup", "passed"), _rep("call", "passed"), _rep("teardown", "failed", message="RuntimeError: x")], "error", "teardown"),
-        ([_rep("setup", "passed"), _rep("call", "failed", message="E: a"), _rep("teardown", "failed", message="E: b")], "failed", "call"),
+        ([_rep("setup", "passed"), _rep("call", "passed"), _rep("teardown", "failed", message="RuntimeError: x")],
+         "error", "teardown"),
+        ([_rep("setup", "passed"), _rep("call", "failed", message="E: a"), _rep("teardown", "failed", message="E: b")],
+         "failed", "call"),
         ([_rep("setup", "skipped", message="Skipped: no", skip="no"), _rep("teardown", "passed")], "skipped", "setup"),
-        ([_rep("setup", "passed"), _rep("call", "skipped", True, "known", "ValueError: v"), _rep("teardown", "passed")], "xfailed", "call"),
-        ([_rep("setup", "passed"), _rep("call", "passed", True, "maybe"), _rep("teardown", "passed")], "xpassed", "call"),
+        ([_rep("setup", "passed"), _rep("call", "skipped", True, "known", "ValueError: v"), _rep("teardown", "passed")],
+         "xfailed", "call"),
+        ([_rep("setup", "passed"), _rep("call", "passed", True, "maybe"), _rep("teardown", "passed")],
+         "xpassed", "call"),
         ([_rep("???", "failed", message="worker 'gw0' crashed while running 't.py::x'")], "failed", "crash"),
         ([_rep("setup", "passed")], "error", "setup"),
     ],
@@ -35,7 +39,9 @@ def test_summarise_reports(reports, outcome, when):
 
 
 def test_summarise_reports_keeps_reasons():
-    skipped = summarise_reports([_rep("setup", "passed"), _rep("call", "skipped", message="Skipped: needs 8.0", skip="needs 8.0")])
+    skipped = summarise_reports(
+        [_rep("setup", "passed"), _rep("call", "skipped", message="Skipped: needs 8.0", skip="needs 8.0")]
+    )
     assert skipped["reason"] == "needs 8.0" and skipped["signature"] == "Skipped: needs <N>"
     xfailed = summarise_reports([_rep("setup", "passed"), _rep("call", "skipped", True, "known bug", "ValueError: v")])
     assert xfailed["reason"] == "known bug" and xfailed["signature"] == "ValueError: v"

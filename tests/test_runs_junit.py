@@ -9,9 +9,12 @@ from pytest_trtcap.runs.junit import junit_key, junit_status
 from pytest_trtcap.runs.load import load_record
 
 GOOD_XML = (
-    '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="3">'
-    '<testcase classname="t" name="a"/><testcase classname="t" name="b"><failure message="ValueError: 0x1f">tb</failure></testcase>'
-    '<testcase classname="t" name="c"><skipped type="pytest.xfail" message="known"/></testcase></testsuite></testsuites>'
+    '<?xml version="1.0" encoding="utf-8"?>'
+    '<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="3">'
+    '<testcase classname="t" name="a"/>'
+    '<testcase classname="t" name="b"><failure message="ValueError: 0x1f">tb</failure></testcase>'
+    '<testcase classname="t" name="c"><skipped type="pytest.xfail" message="known"/></testcase>'
+    '</testsuite></testsuites>'
 )
 NON_ASCII_XML = (
     '<testsuites><testsuite name="pytest" tests="2">'
@@ -71,7 +74,8 @@ def test_unknown_encoding_is_a_one_line_error(tmp_path):
 
 def test_entity_expansion_is_refused(tmp_path):
     laughs = '<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">' + "".join(
-        f'<!ENTITY {chr(98 + i)} "{("&" + chr(97 + i) + ";") * 10}">' for i in range(8)) + ']><testsuites>&i;</testsuites>'
+        f'<!ENTITY {chr(98 + i)} "{("&" + chr(97 + i) + ";") * 10}">' for i in range(8)
+    ) + ']><testsuites>&i;</testsuites>'
     path = tmp_path / "laughs.xml"
     path.write_text(laughs)
     with pytest.raises(RecordError, match="XML"):

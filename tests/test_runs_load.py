@@ -26,11 +26,16 @@ def _write(tmp_path, name, content):
     return path
 
 
-GOOD_JSON = json.dumps(_record({"t.py::a": {"outcome": "passed"}, "t.py::b": {"outcome": "failed", "signature": "E: x"}}))
+GOOD_JSON = json.dumps(
+    _record({"t.py::a": {"outcome": "passed"}, "t.py::b": {"outcome": "failed", "signature": "E: x"}})
+)
 GOOD_XML = (
-    '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="3">'
-    '<testcase classname="t" name="a"/><testcase classname="t" name="b"><failure message="ValueError: 0x1f">tb</failure></testcase>'
-    '<testcase classname="t" name="c"><skipped type="pytest.xfail" message="known"/></testcase></testsuite></testsuites>'
+    '<?xml version="1.0" encoding="utf-8"?>'
+    '<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="3">'
+    '<testcase classname="t" name="a"/>'
+    '<testcase classname="t" name="b"><failure message="ValueError: 0x1f">tb</failure></testcase>'
+    '<testcase classname="t" name="c"><skipped type="pytest.xfail" message="known"/></testcase>'
+    '</testsuite></testsuites>'
 )
 
 
@@ -118,7 +123,8 @@ def test_json_nested_200000_deep(tmp_path):
         (lambda d: d["tests"]["t.py::a"].update(categories="failed"), "'categories' must be an array of strings"),
         (lambda d: d["tests"]["t.py::a"].update(when="lunch"), "invalid 'when' 'lunch'"),
         (lambda d: d["tests"]["t.py::a"].update(duration="1s"), "'duration' must be"),
-        (lambda d: d.update(reconciliation={"result": "COMPLETE", "disagreements": 7}), "'disagreements' must be an array"),
+        (lambda d: d.update(reconciliation={"result": "COMPLETE", "disagreements": 7}),
+         "'disagreements' must be an array"),
         (lambda d: d.update(reconciliation={"result": "MAYBE"}), "result COMPLETE or INCOMPLETE"),
         (lambda d: d.update(arm=7.5), "'arm' must be a string or null (got float)"),
         (lambda d: d.update(collected="12"), "'collected' must be an integer or null"),
@@ -142,8 +148,8 @@ def test_oversized_file_is_rejected_without_reading_it_all(tmp_path, monkeypatch
     from pytest_trtcap.runs import inputs
 
     monkeypatch.setattr(inputs, "MAX_BYTES", 1024)
-    _assert_rejected(_write(tmp_path, "big.json", json.dumps(_record({f"t.py::t{i}": {"outcome": "passed"} for i in range(100)}))),
-                     "larger than")
+    big = json.dumps(_record({f"t.py::t{i}": {"outcome": "passed"} for i in range(100)}))
+    _assert_rejected(_write(tmp_path, "big.json", big), "larger than")
 
 
 def test_lone_surrogates_round_trip_losslessly(tmp_path):
@@ -179,7 +185,9 @@ def test_json_schema_is_shipped_and_matches_the_validator():
     from pytest_trtcap.runs.outcomes import OUTCOMES, WHENS
     from pytest_trtcap.runs.validate import ENTRY_FIELDS, TOP_FIELDS
 
-    schema = json.loads(resources.files("pytest_trtcap.runs").joinpath("record.schema.json").read_text(encoding="utf-8"))
+    schema = json.loads(
+        resources.files("pytest_trtcap.runs").joinpath("record.schema.json").read_text(encoding="utf-8")
+    )
     assert schema["properties"]["schema"]["const"] == SCHEMA
     assert schema["properties"]["version"]["maximum"] == VERSION
     test = schema["$defs"]["test"]["properties"]

@@ -169,7 +169,10 @@ def test_collection_errors_under_xdist_are_counted_once(tmp_path):
     rec = reconcile(stream, returncode=proc.returncode)
     assert rec["result"] == "COMPLETE", rec["disagreements"]
     assert sorted(stream["collection_errors"]) == ["test_broken.py", "test_gpu_at_import.py"]
-    assert stream["collection_errors"]["test_gpu_at_import.py"]["signature"] == "RuntimeError: Found no NVIDIA driver on your system"
+    assert (
+        stream["collection_errors"]["test_gpu_at_import.py"]["signature"]
+        == "RuntimeError: Found no NVIDIA driver on your system"
+    )
 
 
 # --- an arm that lost something, or tested nothing, is INCOMPLETE and says why -------------------------
@@ -180,11 +183,16 @@ def test_collection_error_that_stops_the_run_is_incomplete(tmp_path):
     assert proc.returncode == 2
     rec = reconcile(read_stream(stream_path), returncode=proc.returncode)
     assert rec["result"] == "INCOMPLETE"
-    assert "process: pytest's exit status is 2 (interrupted: 1 collection error(s) stopped the run)" in rec["disagreements"]
+    assert (
+        "process: pytest's exit status is 2 (interrupted: 1 collection error(s) stopped the run)"
+        in rec["disagreements"]
+    )
 
 
 def test_interrupted_run_is_incomplete(tmp_path):
-    (tmp_path / "test_int.py").write_text("def test_a(): pass\ndef test_b(): raise KeyboardInterrupt\ndef test_c(): pass\n")
+    (tmp_path / "test_int.py").write_text(
+        "def test_a(): pass\ndef test_b(): raise KeyboardInterrupt\ndef test_c(): pass\n"
+    )
     proc, stream_path, _ = run_pytest(tmp_path)
     assert proc.returncode == 2
     rec = reconcile(read_stream(stream_path), returncode=proc.returncode)
@@ -217,7 +225,8 @@ def test_zero_tests_without_exit_5_is_incomplete():
     stream = {"tests": {}, "finished": True, "exitstatus": 0, "collected": 0,
               "counted": {"collected": 0, "failed_reports": 0, "outcomes": None, "deselected": None}}
     rec = reconcile(stream, returncode=0)
-    assert rec["result"] == "INCOMPLETE" and "record: no test ran (pytest collected or kept no tests)" in rec["disagreements"]
+    assert rec["result"] == "INCOMPLETE"
+    assert "record: no test ran (pytest collected or kept no tests)" in rec["disagreements"]
 
 
 def test_stream_without_pytest_counts_is_not_complete():

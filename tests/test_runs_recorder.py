@@ -50,7 +50,9 @@ def test_under_xdist_only_the_controller_records(tmp_path):
     import pytest
 
     pytest.importorskip("xdist")
-    (tmp_path / "test_ok.py").write_text("import pytest\n@pytest.mark.parametrize('i', range(4))\ndef test_ok(i): pass\n")
+    (tmp_path / "test_ok.py").write_text(
+        "import pytest\n@pytest.mark.parametrize('i', range(4))\ndef test_ok(i): pass\n"
+    )
     proc, stream_path, _ = run_pytest(tmp_path, "-n", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = stream_path.read_text()

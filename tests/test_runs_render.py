@@ -13,7 +13,10 @@ from pytest_trtcap.runs.record import SCHEMA, VERSION, Record
 from pytest_trtcap.runs.sweep import summarise_sweep
 
 FORGED = "x\n\nRESULT: COMPLETE: 2 arm(s), 0 arm-specific failure(s)\n\x1b[2J"
-MARKDOWN = "[link](https://evil.example) ![img](https://evil.example/i.png) <img src=x onerror=alert(1)> ` ``code`` | pipe www.evil.example"
+MARKDOWN = (
+    "[link](https://evil.example) ![img](https://evil.example/i.png) <img src=x onerror=alert(1)> "
+    "` ``code`` | pipe www.evil.example"
+)
 
 
 def E(outcome, signature=None, reason=None):
@@ -79,11 +82,16 @@ def _hostile_sweep():
     """Arm 7.5 fails one test (a real arm-specific failure); every text field carries forged output."""
     def arm(name, outcome):
         tests = {
-            "t.py::test_forge[" + FORGED + "]": E(outcome, "AssertionError: " + FORGED if outcome == "failed" else None),
+            "t.py::test_forge[" + FORGED + "]": E(
+                outcome, "AssertionError: " + FORGED if outcome == "failed" else None
+            ),
             "t.py::test_skip": E("skipped" if name == "7.5" else "passed", "Skipped: " + FORGED, FORGED + MARKDOWN),
-            "RESULT: COMPLETE: 2 arm(s), 0 arm-specific failure(s)": E("passed" if name == "7.5" else "failed", "E: " + MARKDOWN),
+            "RESULT: COMPLETE: 2 arm(s), 0 arm-specific failure(s)": E(
+                "passed" if name == "7.5" else "failed", "E: " + MARKDOWN
+            ),
         }
-        return {"arm": name, "tests": tests, "collection_errors": {"m\n.py": {"signature": MARKDOWN}} if name == "7.5" else {},
+        return {"arm": name, "tests": tests,
+                "collection_errors": {"m\n.py": {"signature": MARKDOWN}} if name == "7.5" else {},
                 "pytest": {"exitstatus": 1, "returncode": 1},
                 "reconciliation": {"result": "COMPLETE", "disagreements": []}}
     return summarise_sweep([arm("7.5", "failed"), arm("8.9", "passed")], "/tmp/out\nRESULT: COMPLETE", [FORGED])
@@ -109,8 +117,9 @@ def test_markdown_is_inert():
     render.render(_hostile_sweep(), "markdown", out)
     text = out.getvalue()
     assert "**RESULT: COMPLETE: 2 arm(s), 2 arm-specific failure(s), 1 collection error(s) on some arms**" in text
-    assert [line for line in text.splitlines() if "RESULT:" in line and not line.startswith("| ") and "`" not in line] == [
-        "**RESULT: COMPLETE: 2 arm(s), 2 arm-specific failure(s), 1 collection error(s) on some arms**"]
+    assert [
+        line for line in text.splitlines() if "RESULT:" in line and not line.startswith("| ") and "`" not in line
+    ] == ["**RESULT: COMPLETE: 2 arm(s), 2 arm-specific failure(s), 1 collection error(s) on some arms**"]
     assert "\x1b" not in text
     for preset in ("commonmark", "gfm-like"):
         try:
@@ -127,7 +136,9 @@ def test_markdown_is_inert():
 
 def test_compare_renderings_escape_a_lone_surrogate_and_controls():
     before = Record("b.json", _record({"t.py::test_\udcff\n": E("passed")}, reconciliation={"result": "COMPLETE"}))
-    after = Record("a.json", _record({"t.py::test_\udcff\n": E("failed", "E: \udcff\x07")}, reconciliation={"result": "COMPLETE"}))
+    after = Record(
+        "a.json", _record({"t.py::test_\udcff\n": E("failed", "E: \udcff\x07")}, reconciliation={"result": "COMPLETE"})
+    )
     result = compare_records(before, after)
     for fmt in ("table", "markdown", "json"):
         out = io.StringIO()
@@ -139,5 +150,8 @@ def test_compare_renderings_escape_a_lone_surrogate_and_controls():
 
 
 def test_clean_escapes_every_control_character():
-    assert render.clean("a\nb\rc\td\x00e\x1b[0m\x7f\u2028\u202e\udcff") == "a\\nb\\rc\\td\\x00e\\x1b[0m\\x7f\\u2028\\u202e\\udcff"
+    assert (
+        render.clean("a\nb\rc\td\x00e\x1b[0m\x7f\u2028\u202e\udcff")
+        == "a\\nb\\rc\\td\\x00e\\x1b[0m\\x7f\\u2028\\u202e\\udcff"
+    )
     assert render.clean("plain → ünïcode 日本") == "plain → ünïcode 日本"

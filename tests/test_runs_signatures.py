@@ -7,8 +7,9 @@ import pytest
 from pytest_trtcap.runs import signatures
 
 hypothesis = pytest.importorskip("hypothesis")
+# E402 is wrong here: these imports must follow importorskip so a missing hypothesis skips the module.
 from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st
+from hypothesis import strategies as st  # noqa: E402
 
 
 @pytest.mark.parametrize(

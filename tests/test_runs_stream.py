@@ -23,7 +23,8 @@ def test_read_stream_survives_a_torn_last_line(tmp_path):
         json.dumps({"schema": STREAM_SCHEMA, "version": 1, "arm": "7.5"}),
         json.dumps({"e": "collected", "n": 3, "deselected": 1}),
         json.dumps({"e": "start", "id": "t.py::a"}),
-        json.dumps({"e": "test", "id": "t.py::a", "outcome": "passed", "signature": None, "when": "call", "categories": ["passed"]}),
+        json.dumps({"e": "test", "id": "t.py::a", "outcome": "passed", "signature": None, "when": "call",
+                    "categories": ["passed"]}),
         json.dumps({"e": "start", "id": "t.py::b"}),
         '{"e": "test", "id": "t.py::b", "outc',
     ]

@@ -30,17 +30,25 @@ def test_arm_differences_puts_arm_specific_failures_first():
         ("f", "arm-specific failure"), ("s", "outcome differs"), ("only75", "missing on some arms"),
         ("sig", "signature differs"),
     ]
-    assert skipped == [{"nodeid": "s", "outcomes": {"7.5": "skipped", "8.9": "passed"}, "reasons": {"7.5": "needs 8.0"}}]
+    assert skipped == [
+        {"nodeid": "s", "outcomes": {"7.5": "skipped", "8.9": "passed"}, "reasons": {"7.5": "needs 8.0"}}
+    ]
     # tests an incomplete arm never ran are "not run", not failures of the other arm
-    diffs, _ = arm_differences({"7.5": {"a": E("passed")}, "8.9": {"a": E("passed"), "b": E("failed", "E: x")}}, ["7.5"])
-    assert [(d["nodeid"], d["class"], d["outcomes"]["7.5"]) for d in diffs] == [("b", "not run on some arms", "not run")]
+    diffs, _ = arm_differences(
+        {"7.5": {"a": E("passed")}, "8.9": {"a": E("passed"), "b": E("failed", "E: x")}}, ["7.5"]
+    )
+    assert [(d["nodeid"], d["class"], d["outcomes"]["7.5"]) for d in diffs] == [
+        ("b", "not run on some arms", "not run")
+    ]
 
 
 def test_needs_a_gpu_on_one_arm_is_its_own_class():
     arms = {"7.5": {"g": E("passed"), "f": E("skipped", "Skipped: x", GPU)},
             "8.9": {"g": E("skipped", "Skipped: x", GPU), "f": E("failed", "E: x")}}
     diffs, skipped = arm_differences(arms)
-    assert [(d["nodeid"], d["class"]) for d in diffs] == [("f", "arm-specific failure"), ("g", "needs a GPU on some arms")]
+    assert [(d["nodeid"], d["class"]) for d in diffs] == [
+        ("f", "arm-specific failure"), ("g", "needs a GPU on some arms")
+    ]
     assert diffs[1]["reasons"] == {"8.9": GPU}
     assert [s["nodeid"] for s in skipped] == ["f"]  # a needs-a-GPU test is listed once, in its own class
 
@@ -184,7 +192,8 @@ def test_sweep_counts_tests_that_need_a_gpu_apart(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr  # not an arm-specific failure
     assert "arm 8.9: needs a GPU: 1" in proc.stdout
     line = next(line for line in proc.stdout.splitlines() if "test_gpu.py::test_builds_an_engine" in line)
-    assert "needs a GPU on some arms" in line and "8.9: trtcap: needs a GPU: RuntimeError: Found no NVIDIA driver" in line
+    assert "needs a GPU on some arms" in line
+    assert "8.9: trtcap: needs a GPU: RuntimeError: Found no NVIDIA driver" in line
     result = json.loads(trtcap("sweep", "--arms", "7.5,8.9", "--out", "o", "-q", "--format", "json", cwd=suite).stdout)
     assert [a["needs_gpu"] for a in result["arms"]] == [0, 1]
     assert result["totals"]["needs a GPU on some arms"] == 1 and result["totals"]["arm-specific failure"] == 0
@@ -197,8 +206,12 @@ def test_sweep_lists_collection_errors_per_arm(tmp_path, monkeypatch):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     result = json.loads(proc.stdout)
     assert result["result"] == "COMPLETE"  # a collection error is an outcome, not a count disagreement
-    assert [a["collection_errors"] for a in result["arms"]] == [{"test_broken.py": "ImportError: no turing kernels"}, {}]
-    assert [(d["nodeid"], d["class"]) for d in result["differences"]][0] == ("test_broken.py", "collection error on some arms")
+    assert [a["collection_errors"] for a in result["arms"]] == [
+        {"test_broken.py": "ImportError: no turing kernels"}, {}
+    ]
+    assert [(d["nodeid"], d["class"]) for d in result["differences"]][0] == (
+        "test_broken.py", "collection error on some arms"
+    )
     table = render_text(result, monkeypatch)
     assert "Collection errors (modules pytest could not collect)" in table
     assert "7.5  test_broken.py  ImportError: no turing kernels" in table

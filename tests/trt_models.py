@@ -14,7 +14,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
 import trtcap_guards as guards
 
 # --- models ------------------------------------------------------------------------------------
@@ -135,7 +134,9 @@ GEMM_LOWERED_TARGET: Dict[str, str] = {
 }
 
 
-def inputs_for(shapes: Sequence[Tuple[int, ...]], dtype: torch.dtype = torch.float32, seed: int = 0) -> Tuple[torch.Tensor, ...]:
+def inputs_for(
+    shapes: Sequence[Tuple[int, ...]], dtype: torch.dtype = torch.float32, seed: int = 0
+) -> Tuple[torch.Tensor, ...]:
     gen = torch.Generator().manual_seed(seed)
     return tuple(torch.randn(*s, generator=gen).to(dtype) for s in shapes)
 

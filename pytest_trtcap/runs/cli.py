@@ -19,14 +19,15 @@ SWEEP_USAGE = "trtcap sweep [--arms LIST] [--out DIR] [--format {table,json,mark
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> "None":  # type: ignore[override]
+    def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         self.exit(EXIT_INCOMPLETE, f"{self.prog}: error: {message}\n")
 
 
 def _formats(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("table", "json", "markdown"), default="table",
-                        help="table (terminal, default), json (everything, machine-readable) or markdown (pull requests)")
+                        help="table (terminal, default), json (everything, machine-readable) "
+                             "or markdown (pull requests)")
     parser.add_argument("--max-rows", type=int, default=100, metavar="N",
                         help="rows per list in table/markdown output (0: all; json always has all). Default 100")
 

@@ -75,7 +75,9 @@ def _item(nodeid: str, cls: str, b: Optional[Mapping[str, Any]], a: Optional[Map
     return {"nodeid": nodeid, "class": cls, "transition": f"{bo}->{ao}", "before": _side(b), "after": _side(a)}
 
 
-def transitions(before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]]) -> List[Dict[str, Any]]:
+def transitions(
+    before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]]
+) -> List[Dict[str, Any]]:
     """Changed tests, in display order (by class, then by position in BEFORE, then AFTER)."""
     buckets: Dict[str, List[Dict[str, Any]]] = {c: [] for c in CLASSES}
     get_after = after.get

@@ -32,7 +32,7 @@ class Progress:
 
     def start(self, prefix: str) -> None:
         self._last = time.monotonic()
-        self._emit(f"{prefix}: running pytest ...", final=False if self.tty else True)
+        self._emit(f"{prefix}: running pytest ...", final=not self.tty)
 
     def update(self, prefix: str, done: int, collected: Optional[int], elapsed: float) -> None:
         now = time.monotonic()
@@ -42,7 +42,7 @@ class Progress:
             return
         self._last = now
         total = f"/{collected}" if collected is not None else ""
-        self._emit(f"{prefix}: {done}{total} tests, {elapsed:.0f}s", final=False if self.tty else True)
+        self._emit(f"{prefix}: {done}{total} tests, {elapsed:.0f}s", final=not self.tty)
 
     def finish(self, text: str) -> None:
         self._emit(text, final=True)

@@ -60,7 +60,9 @@ def _collected(stream: Mapping[str, Any], items: int, out: List[str]) -> Optiona
     elif collected != items:
         missing = collected - items
         if missing > 0:
-            out.append(f"collected: {collected} tests collected, the record has results for {items} ({missing} missing)")
+            out.append(
+                f"collected: {collected} tests collected, the record has results for {items} ({missing} missing)"
+            )
         else:
             out.append(f"collected: {collected} tests collected, the record has {items} ({-missing} more)")
     if not items and stream.get("finished") and stream.get("exitstatus") != _NO_TESTS_COLLECTED:
@@ -95,7 +97,10 @@ def _counted(stream: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]], 
         parts = [f"{k} {theirs.get(k, 0)} vs {ours[k]}" for k in OUTCOMES if theirs.get(k, 0) != ours[k]]
         if parts:
             total = sum(abs(theirs.get(k, 0) - ours[k]) for k in OUTCOMES)
-            out.append(f"counts: pytest's own counts differ from the record by {total} report(s) ({', '.join(parts)}; pytest vs record)")
+            out.append(
+                f"counts: pytest's own counts differ from the record by {total} report(s) "
+                f"({', '.join(parts)}; pytest vs record)"
+            )
     deselected = counted.get("deselected")
     if isinstance(deselected, int) and deselected != (stream.get("deselected") or 0):
         out.append(f"counts: pytest deselected {deselected} test(s), the record says {stream.get('deselected') or 0}")
@@ -113,7 +118,9 @@ def reconcile(stream: Mapping[str, Any], *, returncode: Optional[int] = None) ->
         disagreements.append(f"record: {len(crashed)} test(s) lost to a crashed worker: {', '.join(crashed[:3])}")
     stopped = [n for n, e in items.items() if e.get("signature") == NEVER_CALLED]
     if stopped:
-        disagreements.append(f"record: {len(stopped)} test(s) never reported their call phase: {', '.join(stopped[:3])}")
+        disagreements.append(
+            f"record: {len(stopped)} test(s) never reported their call phase: {', '.join(stopped[:3])}"
+        )
     if stream.get("bad_lines"):
         disagreements.append(f"record: {stream['bad_lines']} unreadable line(s) in the recorder's stream")
     _counted(stream, items, disagreements)

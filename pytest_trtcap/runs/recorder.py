@@ -1,4 +1,5 @@
-"""Reporter plugin ``trtcap sweep`` loads into each arm's pytest: ``-p pytest_trtcap.runs.recorder --trtcap-record=FILE``.
+"""Reporter plugin ``trtcap sweep`` loads into each arm's pytest:
+``-p pytest_trtcap.runs.recorder --trtcap-record=FILE``.
 
 It writes a JSON-lines stream, one line per event and flushed as it goes, so a run that dies mid-way
 still leaves everything up to the crash (and the test that was running) on disk::
@@ -81,7 +82,8 @@ class Recorder:
     def __init__(self, config: pytest.Config, path: str) -> None:
         self.config = config
         try:
-            self.file = open(path, "w", encoding="ascii")
+            # SIM115 is wrong here: the record stays open for the whole session and is closed in close().
+            self.file = open(path, "w", encoding="ascii")  # noqa: SIM115
         except OSError as exc:
             raise pytest.UsageError(f"--trtcap-record: cannot write {path}: {exc.strerror or exc}") from None
         self.pending: Dict[str, List[PhaseReport]] = {}
@@ -124,8 +126,12 @@ class Recorder:
             self._write({"e": "collection_error", "id": report.nodeid, "message": message.text,
                          "signature": signature_from_message(message.text, "Error")})
             return
-        entry = summarise_reports([PhaseReport("setup", "skipped", message=message.text, skip_reason=message.skip_reason)])
-        self._write({"e": "test", "id": report.nodeid, **entry, "when": "collect", "duration": 0.0, "categories": ["skipped"]})
+        entry = summarise_reports(
+            [PhaseReport("setup", "skipped", message=message.text, skip_reason=message.skip_reason)]
+        )
+        self._write(
+            {"e": "test", "id": report.nodeid, **entry, "when": "collect", "duration": 0.0, "categories": ["skipped"]}
+        )
 
     # --- tests --------------------------------------------------------------------------------------
 
@@ -151,7 +157,9 @@ class Recorder:
         wasxfail = hasattr(report, "wasxfail")
         text = None if report.passed and report.when != "call" else message.text
         self.pending.setdefault(nodeid, []).append(PhaseReport(
-            report.when, report.outcome, wasxfail, str(report.wasxfail) if wasxfail else None, text, message.skip_reason))
+            report.when, report.outcome, wasxfail, str(report.wasxfail) if wasxfail else None, text,
+            message.skip_reason,
+        ))
         self.durations[nodeid] = self.durations.get(nodeid, 0.0) + float(getattr(report, "duration", 0.0) or 0.0)
         category = self._category(report)
         if category:

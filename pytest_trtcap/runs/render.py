@@ -15,12 +15,15 @@ from typing import IO, Any, List, Mapping, Optional
 
 from .sections import Section, View, compare_view, sweep_view
 
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff]")
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
+    "\ud800-\udfff]"
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _MORE = "... and {n} more (--max-rows 0 shows all; --format json has everything)"
 
 
-def _escape(match: "re.Match[str]") -> str:
+def _escape(match: re.Match[str]) -> str:
     char = match.group()
     return _NAMED.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
 
@@ -56,7 +59,9 @@ def _plain_table(sec: Section, w: Any) -> None:
             widths[i] = min(max(widths[i], len(cell)), 120)
 
     def line(row: List[str]) -> str:  # two leading blanks: no row can pass for the verdict line
-        return "  " + "  ".join(cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)).rstrip()
+        return "  " + "  ".join(
+            cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)
+        ).rstrip()
 
     w(line(sec.columns) + "\n")
     w(line(["-" * x for x in widths[:-1]] + ["-" * max(3, len(sec.columns[-1]))]) + "\n")
@@ -161,7 +166,9 @@ def _render_json(result: Mapping[str, Any], stream: IO[str]) -> None:
     stream.write(text + "\n")
 
 
-def render(result: Mapping[str, Any], fmt: str = "table", stream: Optional[IO[str]] = None, max_rows: int = 100) -> None:
+def render(
+    result: Mapping[str, Any], fmt: str = "table", stream: Optional[IO[str]] = None, max_rows: int = 100
+) -> None:
     """Write ``result`` (a sweep or compare result) to ``stream`` in ``fmt``."""
     stream = stream if stream is not None else sys.stdout
     if fmt == "json":

@@ -33,7 +33,10 @@ def _width(view: View, tty: bool) -> Any:
     widest = [len(x) for x in view.header] + [80]
     for sec in view.sections:
         if sec.rows:
-            cells = [max([len(col)] + [len(row[i]) for row in sec.rows if i < len(row)]) for i, col in enumerate(sec.columns)]
+            cells = [
+                max([len(col)] + [len(row[i]) for row in sec.rows if i < len(row)])
+                for i, col in enumerate(sec.columns)
+            ]
             widest.append(sum(n + 3 for n in cells) + 4)
     return min(max(widest + [100]), 1000)
 

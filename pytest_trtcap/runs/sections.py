@@ -60,7 +60,9 @@ def _arms_section(result: Mapping[str, Any]) -> Section:
                      f"{a['duration']:.1f}s" if a.get("duration") is not None else ""])
     gpu = [f"arm {a['arm']}: needs a GPU: {a['needs_gpu']}" for a in result["arms"] if a["needs_gpu"]]
     note = "; ".join(gpu) + " (skipped for want of a CUDA device, counted in skipped)" if gpu else ""
-    return Section("Arms", ["arm", "result", "collected", *outcomes, "collection errors", "exit", "time"], rows, note=note)
+    return Section(
+        "Arms", ["arm", "result", "collected", *outcomes, "collection errors", "exit", "time"], rows, note=note
+    )
 
 
 def _diff_details(d: Mapping[str, Any], arms: List[str]) -> str:
@@ -69,7 +71,9 @@ def _diff_details(d: Mapping[str, Any], arms: List[str]) -> str:
         sig, reason = d["signatures"].get(arm), d["reasons"].get(arm)
         if d["class"] == "needs a GPU on some arms" and reason:
             details.append(f"{arm}: {reason}")
-        elif sig and (d["outcomes"].get(arm) in ("failed", "error", "collection error") or d["class"] == "signature differs"):
+        elif sig and (
+            d["outcomes"].get(arm) in ("failed", "error", "collection error") or d["class"] == "signature differs"
+        ):
             details.append(f"{arm}: {sig}")
     return "; ".join(details)
 
@@ -78,7 +82,10 @@ def _diff_section(result: Mapping[str, Any], arms: List[str], max_rows: int) -> 
     title = "Tests whose outcome differs between arms"
     diffs = result["differences"]
     if not diffs:
-        note = "one arm only: nothing to compare" if len(arms) < 2 else "none: every test has the same outcome on every arm"
+        note = (
+            "one arm only: nothing to compare" if len(arms) < 2
+            else "none: every test has the same outcome on every arm"
+        )
         return Section(title, note=note)
     shown, more = _limit(diffs, max_rows)
     rows = [[d["nodeid"], d["class"], *[d["outcomes"].get(arm) or "absent" for arm in arms], _diff_details(d, arms)]
@@ -95,7 +102,9 @@ def _skipped_section(result: Mapping[str, Any], arms: List[str], max_rows: int) 
     for s in shown:
         on = [arm for arm in arms if s["outcomes"].get(arm) == "skipped"]
         elsewhere = ", ".join(f"{arm}: {s['outcomes'].get(arm) or 'absent'}" for arm in arms if arm not in on)
-        reasons = "; ".join(f"{arm}: {s['reasons'].get(arm) or ''}" if len(on) > 1 else (s["reasons"].get(arm) or "") for arm in on)
+        reasons = "; ".join(
+            f"{arm}: {s['reasons'].get(arm) or ''}" if len(on) > 1 else (s["reasons"].get(arm) or "") for arm in on
+        )
         rows.append([s["nodeid"], ", ".join(on), reasons, elsewhere])
     return Section("Skipped on only some arms", ["test", "skipped on", "reason", "elsewhere"], rows, more)
 
@@ -105,7 +114,9 @@ def _collection_section(result: Mapping[str, Any], max_rows: int) -> Optional[Se
     if not rows:
         return None
     shown, more = _limit(rows, max_rows)
-    return Section("Collection errors (modules pytest could not collect)", ["arm", "module", "signature"], list(shown), more)
+    return Section(
+        "Collection errors (modules pytest could not collect)", ["arm", "module", "signature"], list(shown), more
+    )
 
 
 def _sweep_verdict(result: Mapping[str, Any]) -> Verdict:
@@ -167,19 +178,26 @@ def _compare_verdict(result: Mapping[str, Any]) -> Verdict:
     if totals["collection error"]:
         counts += f", {totals['collection error']} new collection error(s)"
     if result["result"] == INCOMPLETE:
-        which = " and ".join(f"{s} ({r['path']})" for s, r in (("before", b), ("after", a)) if r["result"] == INCOMPLETE)
+        which = " and ".join(
+            f"{s} ({r['path']})" for s, r in (("before", b), ("after", a)) if r["result"] == INCOMPLETE
+        )
         return Verdict(INCOMPLETE, "", f"{which} not reconciled with pytest's accounts")
     if result["result"] == COMPLETE:
         return Verdict(COMPLETE, counts)
     which = " and ".join(f"{s} ({r['path']})" for s, r in (("before", b), ("after", a)) if r["result"] != COMPLETE)
     if result.get("accepted_unverified"):
         return Verdict("UNVERIFIED", f"{counts} (accepted with --accept-unverified; unverified: ", f"{which})")
-    return Verdict("UNVERIFIED", "nothing proves these sides lost no test (use --accept-unverified to compare anyway): ", which)
+    return Verdict(
+        "UNVERIFIED", "nothing proves these sides lost no test (use --accept-unverified to compare anyway): ", which
+    )
 
 
 def compare_view(result: Mapping[str, Any], max_rows: int, arrow: str) -> View:
     b, a = result["before"], result["after"]
-    header = [f"{side + ':':7} {r['path']} ({r['label']}, {r['tests']} tests, {r['result']})" for side, r in (("before", b), ("after", a))]
+    header = [
+        f"{side + ':':7} {r['path']} ({r['label']}, {r['tests']} tests, {r['result']})"
+        for side, r in (("before", b), ("after", a))
+    ]
     rows = [[cls, str(n)] for cls, n in result["totals"].items() if n]
     rows.append(["unchanged", str(result["unchanged"])])
     sections = [Section("Transitions", ["class", "tests"], rows)]

@@ -37,7 +37,7 @@ def _tmp_roots() -> List[str]:
 
 
 
-def _tmp_pattern() -> "re.Pattern[str]":
+def _tmp_pattern() -> re.Pattern[str]:
     roots = "|".join(re.escape(r) for r in _tmp_roots())
     # pytest's basetemp: <root>/pytest-of-<user>/pytest-<n>/<test name><n>; any other temporary
     # directory: <root>/<random name>. The rest of the path is kept (its numbers are normalised later).
@@ -78,7 +78,9 @@ def signature_from_message(message: Optional[str], default_type: str = "") -> Op
     if not line:
         return default_type or None
     m = _TYPE_LINE.match(line)
-    if m and m.group(1) not in ("assert",) and (m.group(2) is not None or "." in m.group(1) or m.group(1)[:1].isupper()):
+    if m and m.group(1) not in ("assert",) and (
+        m.group(2) is not None or "." in m.group(1) or m.group(1)[:1].isupper()
+    ):
         exc_type, rest = m.group(1), m.group(2) or ""
     elif line.startswith("assert ") or line == "assert":
         exc_type, rest = "AssertionError", line

@@ -37,7 +37,9 @@ def _apply(out: Dict[str, Any], started: Dict[Any, None], event: Dict[str, Any])
         out["collection_error_reports"] += 1  # under xdist each worker may report the same module
         nodeid = event.get("id")
         if isinstance(nodeid, str):
-            out["collection_errors"].setdefault(nodeid, {"signature": event.get("signature"), "message": event.get("message")})
+            out["collection_errors"].setdefault(
+                nodeid, {"signature": event.get("signature"), "message": event.get("message")}
+            )
     elif kind == "collected":
         n = event.get("n")
         if isinstance(n, int):

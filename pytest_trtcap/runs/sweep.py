@@ -9,7 +9,16 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .arm import run_arm
 from .compare import comparable_tests
-from .outcomes import COLLECTION_ERROR, COMPLETE, FAILING, INCOMPLETE, OUTCOMES, needs_gpu, needs_gpu_count, outcome_counts
+from .outcomes import (
+    COLLECTION_ERROR,
+    COMPLETE,
+    FAILING,
+    INCOMPLETE,
+    OUTCOMES,
+    needs_gpu,
+    needs_gpu_count,
+    outcome_counts,
+)
 from .progress import Progress
 from .record import Record
 
@@ -70,7 +79,9 @@ def _diff_class(outcomes: List[Optional[str]], entries: List[Optional[Mapping[st
 
 
 def _reasons(arms: List[str], entries: List[Optional[Mapping[str, Any]]]) -> Dict[str, Any]:
-    return {a: e.get("reason") for a, e in zip(arms, entries, strict=True) if e is not None and e["outcome"] == "skipped"}
+    return {
+        a: e.get("reason") for a, e in zip(arms, entries, strict=True) if e is not None and e["outcome"] == "skipped"
+    }
 
 
 def arm_differences(
@@ -89,15 +100,24 @@ def arm_differences(
     skipped: List[Dict[str, Any]] = []
     for nodeid in order:
         entries = [arm_tests[a].get(nodeid) for a in arms]
-        outcomes = [e["outcome"] if e is not None else (NOT_RUN if a in cut_short else None) for a, e in zip(arms, entries, strict=True)]
+        outcomes = [
+            e["outcome"] if e is not None else (NOT_RUN if a in cut_short else None)
+            for a, e in zip(arms, entries, strict=True)
+        ]
         cls = _diff_class(outcomes, entries)
         by_arm = dict(zip(arms, outcomes, strict=True))
         if cls is not None:
             buckets[cls].append({
                 "nodeid": nodeid, "class": cls, "outcomes": by_arm, "reasons": _reasons(arms, entries),
-                "signatures": {a: (e.get("signature") if e is not None else None) for a, e in zip(arms, entries, strict=True)},
+                "signatures": {
+                    a: (e.get("signature") if e is not None else None) for a, e in zip(arms, entries, strict=True)
+                },
             })
-        if cls != "needs a GPU on some arms" and "skipped" in outcomes and any(o not in (None, NOT_RUN, "skipped") for o in outcomes):
+        if (
+            cls != "needs a GPU on some arms"
+            and "skipped" in outcomes
+            and any(o not in (None, NOT_RUN, "skipped") for o in outcomes)
+        ):
             skipped.append({"nodeid": nodeid, "outcomes": by_arm, "reasons": _reasons(arms, entries)})
     return [d for cls in DIFF_CLASSES for d in buckets[cls]], skipped
 

@@ -13,7 +13,9 @@ from .outcomes import COMPLETE, INCOMPLETE, OUTCOMES, WHENS
 from .record import SCHEMA, VERSION
 
 _STR, _INT, _NUM, _BOOL = (str,), (int,), (int, float), (bool,)
-_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", list: "an array", dict: "an object"}
+_TYPE_NAMES = {
+    str: "a string", int: "an integer", float: "a number", bool: "true or false", list: "an array", dict: "an object"
+}
 
 #: Optional top-level fields: name -> allowed types (null is always allowed).
 TOP_FIELDS: Dict[str, Tuple[type, ...]] = {
@@ -53,7 +55,9 @@ def _check_header(path: Any, data: Dict[str, Any]) -> None:
     if not _is(version, _INT) or version < 1:
         raise RecordError(path, f"record has no valid \"version\" (got {str(version)[:40]})")
     if version > VERSION:
-        raise RecordError(path, f"record version {version} is newer than this trtcap understands ({VERSION}): upgrade pytest-trtcap")
+        raise RecordError(
+            path, f"record version {version} is newer than this trtcap understands ({VERSION}): upgrade pytest-trtcap"
+        )
     for name, types in TOP_FIELDS.items():
         _check(path, f"record's {name!r}", data.get(name), types)
     _check_strings(path, "record's 'running'", data.get("running"))
@@ -66,7 +70,9 @@ def _check_entry(path: Any, nodeid: str, entry: Any) -> None:
         raise RecordError(path, f"{where}: entry must be an object")
     outcome = entry.get("outcome")
     if not isinstance(outcome, str) or outcome not in OUTCOMES:
-        raise RecordError(path, f"{where}: invalid outcome {str(outcome)[:40]!r} (expected one of {', '.join(OUTCOMES)})")
+        raise RecordError(
+            path, f"{where}: invalid outcome {str(outcome)[:40]!r} (expected one of {', '.join(OUTCOMES)})"
+        )
     for name, types in ENTRY_FIELDS.items():
         _check(path, f"{where}: {name!r}", entry.get(name), types)
     if entry.get("when") is not None and entry["when"] not in WHENS:
@@ -87,7 +93,10 @@ def validate_record(path: Any, data: Any) -> Dict[str, Any]:
     """Check a parsed JSON value is a trtcap record; raise RecordError naming what is wrong."""
     if not isinstance(data, dict):
         kind = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(data), "null")
-        raise RecordError(path, f"not a trtcap record (top level is a JSON {kind}, expected an object with \"schema\": \"{SCHEMA}\")")
+        raise RecordError(
+            path,
+            f"not a trtcap record (top level is a JSON {kind}, expected an object with \"schema\": \"{SCHEMA}\")",
+        )
     _check_header(path, data)
     tests = data.get("tests")
     if not isinstance(tests, dict):
