@@ -66,17 +66,6 @@ def _operands(node: Any, operands: Operands) -> Iterator[Any]:
         yield _arg(node, index, name)
 
 
-def _flatten(values: Any, depth: int = 0) -> Iterator[Any]:
-    if isinstance(values, (tuple, list)) and depth < 4:
-        for v in values:
-            yield from _flatten(v, depth + 1)
-    elif isinstance(values, dict) and depth < 4:
-        for v in values.values():
-            yield from _flatten(v, depth + 1)
-    else:
-        yield values
-
-
 # --- node checks: True means "the target cannot serve this node" ---------------------------------
 
 
@@ -144,10 +133,9 @@ def bf16_anywhere(node: Any, operands: Operands) -> bool:  # noqa: ARG001
 
 
 def _leaf_has_dtype(values: Any, dtype: Any, depth: int = 0) -> bool:
-    """Whether a leaf of ``values``, in :func:`_flatten`'s order, has ``dtype``.
+    """Whether a leaf of ``values`` (tuples, lists and dict values, four levels deep) has ``dtype``.
 
-    ``any(_dtype_of(v) == dtype for v in _flatten(values))`` without a generator per level: this runs for
-    every node on Turing targets.
+    Plain loops, no generator per level: this runs for every node on Turing targets.
     """
     if depth < 4:
         if isinstance(values, (tuple, list)):

@@ -7,9 +7,9 @@ linear time and memory in the number of tests.
 
 from __future__ import annotations
 
-import gc
 from typing import Any, Dict, List, Mapping, Optional
 
+from .gcpause import gc_paused
 from .junit import STATUS_OUTCOME, junit_key, junit_status
 from .outcomes import COLLECTION_ERROR, COMPLETE, FAILING, INCOMPLETE, OUTCOMES, UNVERIFIED, needs_gpu
 from .record import Record
@@ -151,14 +151,9 @@ def compare_records(before: Record, after: Record, accept_unverified: bool = Fal
         after = keyed_like_junit(after)
     elif after.source == "junit" and before.source != "junit":
         before = keyed_like_junit(before)
-    gc_enabled = gc.isenabled()
-    gc.disable()  # only acyclic dicts are made here; full GC passes over 100k loaded entries would dominate
-    try:
+    with gc_paused():
         before_tests, after_tests = comparable_tests(before), comparable_tests(after)
         items = transitions(before_tests, after_tests)
-    finally:
-        if gc_enabled:
-            gc.enable()
     totals = dict.fromkeys(CLASSES, 0)
     for item in items:
         totals[item["class"]] += 1

@@ -6,11 +6,11 @@ bounded nesting, every field type checked).
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 from typing import Any, Dict
 
+from .gcpause import gc_paused
 from .inputs import RecordError, read_bytes
 from .junit import looks_like_xml, parse_junit
 from .reconcile import reconcile
@@ -43,19 +43,15 @@ def record_from_stream(path: Any) -> Record:
 
 
 def _decode_json(path: Any, text: str) -> Any:
-    gc_enabled = gc.isenabled()
-    gc.disable()  # decoding 100k small dicts otherwise spends half its time in cyclic GC passes
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordError(path, _json_problem(text, exc)) from None
-    except RecursionError:
-        raise RecordError(path, "invalid JSON (nested too deeply)") from None
-    except ValueError as exc:  # e.g. an integer beyond Python's digit limit
-        raise RecordError(path, f"invalid JSON ({str(exc).split(';')[0][:120]})") from None
-    finally:
-        if gc_enabled:
-            gc.enable()
+    with gc_paused():
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RecordError(path, _json_problem(text, exc)) from None
+        except RecursionError:
+            raise RecordError(path, "invalid JSON (nested too deeply)") from None
+        except ValueError as exc:  # e.g. an integer beyond Python's digit limit
+            raise RecordError(path, f"invalid JSON ({str(exc).split(';')[0][:120]})") from None
 
 
 def load_record(path: Any) -> Record:
