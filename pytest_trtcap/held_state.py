@@ -8,6 +8,7 @@ its module is in ``sys.modules``. ``pytest_trtcap.inventory`` says which spec ho
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections import Counter
 from typing import Any, Callable, List, Tuple
@@ -155,8 +156,14 @@ def table_spec(module_name: str, table: str, noun: str) -> StateSpec:
 # --- the guards' own state --------------------------------------------------------------------------------------
 
 
+def _guards_state() -> Any:
+    """The guard library's state API, imported at the first hold: declarations can be made in any test, so the
+    baseline must exist before the first one runs (importing it at plugin load would cost every pytest run)."""
+    return importlib.import_module(GUARDS_MODULE)
+
+
 def _guards_snapshot() -> Any:
-    return sys.modules[GUARDS_MODULE].state_snapshot(fired=False)  # fired counts grow by design
+    return _guards_state().state_snapshot(fired=False)  # fired counts grow by design
 
 
 def _guards_changed(snap: Any) -> bool:
@@ -164,11 +171,11 @@ def _guards_changed(snap: Any) -> bool:
 
 
 def _guards_restore(snap: Any) -> None:
-    sys.modules[GUARDS_MODULE].restore_state(snap)
+    _guards_state().restore_state(snap)
 
 
 def _guards_describe(snap: Any) -> List[str]:
-    return sys.modules[GUARDS_MODULE].describe_changes(snap, _guards_snapshot()) or ["guards: state changed"]
+    return _guards_state().describe_changes(snap, _guards_snapshot()) or ["guards: state changed"]
 
 
 def builtin_specs() -> List[StateSpec]:
@@ -185,6 +192,5 @@ def builtin_specs() -> List[StateSpec]:
         table_spec(DECOMPOSITIONS_MODULE, "TORCH_TRT_DECOMPOSITIONS", "decomposition"),
         table_spec(DECOMPOSITIONS_MODULE, "ENABLED_TORCH_DECOMPOSITIONS", "enabled torch decomposition"),
         table_spec(FOLD_EXCLUSIONS_MODULE, "_CONSTANT_FOLD_EXCLUSION_RULES", "constant-fold exclusion rule"),
-        StateSpec("guards", _guards_snapshot, _guards_restore, _guards_changed, _guards_describe,
-                  available=_loaded(GUARDS_MODULE)),
+        StateSpec("guards", _guards_snapshot, _guards_restore, _guards_changed, _guards_describe),
     ]
