@@ -12,6 +12,9 @@ What it proves on a host with a CUDA device (no Torch-TensorRT needed):
 5. the builder-targets decision (``guards.builder_targets``): nothing declared and a real device -> CURRENT;
    declared targets outrank it; the standard backend sets nothing. (Without Torch-TensorRT no builder config
    exists there: only the decision can be checked.)
+6. ``--trtcap-needs-gpu skip`` does nothing where a CUDA device exists: a CUDA-only kernel called on CPU
+   tensors stays a failure and the verbose header says why; with the device hidden (``CUDA_VISIBLE_DEVICES=``)
+   the same test is a ``trtcap: needs a GPU`` skip, so the check exercises a real signature.
 Exits non-zero on the first failed check.
 """
 
@@ -75,48 +78,84 @@ def main() -> None:
     check("status says why", not status.applied and "CUDA device present" in status.detail, status.detail)
 
     with tempfile.TemporaryDirectory() as tmp:
-        tmp_path = Path(tmp)
-        probe = tmp_path / "probe" / "torch_tensorrt"
-        probe.mkdir(parents=True)
-        (probe / "__init__.py").write_text(textwrap.dedent("""
-            import torch
-            ANSWERED = hasattr(torch.cuda.get_device_capability, "__trtcap_answer__")
-            CAPABILITY = torch.cuda.get_device_capability()
-        """))
-        suite = tmp_path / "suite"
-        suite.mkdir()
-        (suite / "conftest.py").write_text("import torch_tensorrt\n")
-        (suite / "test_host.py").write_text(textwrap.dedent(f"""
-            import pytest, torch, torch_tensorrt
-
-            def test_probe_saw_the_real_device():
-                assert torch_tensorrt.ANSWERED is False
-                assert tuple(torch_tensorrt.CAPABILITY) == {host!r}
-
-            def test_fixtures(trt_capability, trt_targets_turing, turing_safe_gemm_dtype):
-                declared = bool(trt_capability.source == "declared")
-                if not declared:
-                    assert trt_capability.source == "host device"
-                    assert trt_capability.targets == ({host!r},)
-                assert turing_safe_gemm_dtype == (torch.float16 if trt_targets_turing else torch.float32)
-
-            @pytest.mark.trt_fp32_gemm
-            def test_fp32_gemm():
-                pass
-        """))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "probe"), str(ALIAS), str(ROOT)]))
-        for args, expect in (([], "3 passed"), (["--trt-target-sm", "7.5"], "2 passed, 1 skipped")):
-            run = subprocess.run(
-                [sys.executable, "-m", "pytest", "-p", "pytest_trtcap.plugin", "-p", "no:cacheprovider",
-                 "-rs", "--trtcap-guards", "off", str(suite), *args],
-                capture_output=True, text=True, env=env, cwd=tmp,
-            )
-            out = run.stdout + run.stderr
-            print(textwrap.indent(out.strip(), "    | "))
-            check(f"plugin on a GPU host {args}", run.returncode == 0 and expect in out)
-            check("header: gpu-less import not applied", "not needed (CUDA device present)" in out
-                  or "auto (answers device queries only" in out)
+        check_plugin_on_gpu_host(Path(tmp), host)
+        check_needs_gpu(Path(tmp))
     print("all device checks passed")
+
+
+def check_plugin_on_gpu_host(tmp_path: Path, host: tuple) -> None:
+    """4: the plugin with a probe package named torch_tensorrt that records the device queries it sees."""
+    tmp = str(tmp_path)
+    probe = tmp_path / "probe" / "torch_tensorrt"
+    probe.mkdir(parents=True)
+    (probe / "__init__.py").write_text(textwrap.dedent("""
+        import torch
+        ANSWERED = hasattr(torch.cuda.get_device_capability, "__trtcap_answer__")
+        CAPABILITY = torch.cuda.get_device_capability()
+    """))
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text("import torch_tensorrt\n")
+    (suite / "test_host.py").write_text(textwrap.dedent(f"""
+        import pytest, torch, torch_tensorrt
+
+        def test_probe_saw_the_real_device():
+            assert torch_tensorrt.ANSWERED is False
+            assert tuple(torch_tensorrt.CAPABILITY) == {host!r}
+
+        def test_fixtures(trt_capability, trt_targets_turing, turing_safe_gemm_dtype):
+            declared = bool(trt_capability.source == "declared")
+            if not declared:
+                assert trt_capability.source == "host device"
+                assert trt_capability.targets == ({host!r},)
+            assert turing_safe_gemm_dtype == (torch.float16 if trt_targets_turing else torch.float32)
+
+        @pytest.mark.trt_fp32_gemm
+        def test_fp32_gemm():
+            pass
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "probe"), str(ALIAS), str(ROOT)]))
+    for args, expect in (([], "3 passed"), (["--trt-target-sm", "7.5"], "2 passed, 1 skipped")):
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "pytest_trtcap.plugin", "-p", "no:cacheprovider",
+             "-rs", "--trtcap-guards", "off", str(suite), *args],
+            capture_output=True, text=True, env=env, cwd=tmp,
+        )
+        out = run.stdout + run.stderr
+        print(textwrap.indent(out.strip(), "    | "))
+        check(f"plugin on a GPU host {args}", run.returncode == 0 and expect in out)
+        check("header: gpu-less import not applied", "not needed (CUDA device present)" in out
+              or "auto (answers device queries only" in out)
+
+
+NEEDS_GPU_TEST = """
+import torch
+
+def test_cuda_only_kernel_on_cpu_tensors():
+    q = torch.randn(1, 2, 4, 8)
+    torch.ops.aten._scaled_dot_product_efficient_attention(q, q, q, None, False)
+"""
+
+
+def check_needs_gpu(tmp_path: Path) -> None:
+    suite = tmp_path / "needs_gpu"
+    suite.mkdir()
+    (suite / "test_kernel.py").write_text(NEEDS_GPU_TEST)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ALIAS), str(ROOT)]))
+    for hidden, expect in ((False, "1 failed"), (True, "1 skipped")):
+        run_env = dict(env, CUDA_VISIBLE_DEVICES="") if hidden else env
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "pytest_trtcap.plugin", "-p", "no:cacheprovider", "-v", "-rs",
+             "--trtcap-needs-gpu", "skip", str(suite)],
+            capture_output=True, text=True, env=run_env, cwd=tmp_path,
+        )
+        out = run.stdout + run.stderr
+        print(textwrap.indent(out.strip()[-3000:], "    | "))
+        check(f"needs-gpu skip, device {'hidden' if hidden else 'visible'}: {expect}", expect in out)
+        if hidden:
+            check("skip reason names the signature", "trtcap: needs a GPU: " in out and "cuda-only-kernel" in out)
+        else:
+            check("header: the setting does nothing here", "does nothing: a CUDA device exists" in out)
 
 
 if __name__ == "__main__":
