@@ -118,7 +118,7 @@ def check_plugin_on_gpu_host(tmp_path: Path, host: tuple) -> None:
     for args, expect in (([], "3 passed"), (["--trt-target-sm", "7.5"], "2 passed, 1 skipped")):
         run = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "pytest_trtcap.plugin", "-p", "no:cacheprovider",
-             "-rs", "--trtcap-guards", "off", str(suite), *args],
+             "-rs", "-v", "--trtcap-guards", "off", str(suite), *args],
             capture_output=True, text=True, env=env, cwd=tmp,
         )
         out = run.stdout + run.stderr
