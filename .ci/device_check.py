@@ -141,6 +141,8 @@ def check_needs_gpu(tmp_path: Path) -> None:
     suite = tmp_path / "needs_gpu"
     suite.mkdir()
     (suite / "test_kernel.py").write_text(NEEDS_GPU_TEST)
+    # As Torch-TensorRT's suites do: torch imported by the conftest, so the header can probe the host.
+    (suite / "conftest.py").write_text("import torch\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ALIAS), str(ROOT)]))
     for hidden, expect in ((False, "1 failed"), (True, "1 skipped")):
         run_env = dict(env, CUDA_VISIBLE_DEVICES="") if hidden else env
@@ -150,7 +152,8 @@ def check_needs_gpu(tmp_path: Path) -> None:
             capture_output=True, text=True, env=run_env, cwd=tmp_path,
         )
         out = run.stdout + run.stderr
-        print(textwrap.indent(out.strip()[-3000:], "    | "))
+        shown = [line for line in out.splitlines() if "trtcap" in line or "==" in line]
+        print(textwrap.indent("\n".join(shown), "    | "))
         check(f"needs-gpu skip, device {'hidden' if hidden else 'visible'}: {expect}", expect in out)
         if hidden:
             check("skip reason names the signature", "trtcap: needs a GPU: " in out and "cuda-only-kernel" in out)
