@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
-from .targets import TURING, Capability
+from .capabilities import TURING, Capability
 
 #: Operand positions as (positional index, keyword name).
 Operands = Tuple[Tuple[int, str], ...]
