@@ -261,13 +261,23 @@ class SessionPlugin:
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if getattr(config, "workerinput", None) is None and exitstatus != pytest.ExitCode.USAGE_ERROR:
+            if not self._may_have_news():  # a refused setting ran nothing: nothing to claim
+                return
             from .report_lines import summary_lines
 
-            lines = summary_lines(self, loaded_registry())  # a refused setting ran nothing: nothing to claim
+            lines = summary_lines(self, loaded_registry())
             if lines:
                 terminalreporter.write_sep("-", "trtcap")
                 for line in lines:
                     terminalreporter.write_line(line)
+
+    def _may_have_news(self) -> bool:
+        """Whether the summary could have a line: most runs of an environment skip, convert and leak nothing and
+        never load torch_tensorrt or the guards, and they need not load the summary's text to find that out."""
+        state = self.state
+        return bool(self.skips or self.needs_gpu or self.leaks or state.audit is not None or state.worker_status
+                    or "torch_tensorrt" in sys.modules or loaded_registry() is not None
+                    or guards.gpu_less_import_status().applied)
 
     def fired_counts(self) -> Counter:
         """What the guards kept off TensorRT during this session: here, or summed over xdist workers."""
