@@ -22,7 +22,7 @@ from typing import Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import REPO, Result, banner, clean_env, median, paired_median, per_round, spread  # noqa: E402
+from _common import REPO, Result, banner, clean_env, median, paired_median, per_round, spread
 
 TARGET_MS = 8.0
 PLUGINS = {"trtcap": "pytest_trtcap.plugin", "hypothesis": "_hypothesis_pytestplugin"}
@@ -42,7 +42,7 @@ def cumulative_us(module: str, env: Dict[str, str], cwd: str) -> int:
 
 def _rounds(runs: int, env: Dict[str, str], cwd: str) -> Dict[str, List[int]]:
     times: Dict[str, List[int]] = {name: [] for name in PLUGINS}
-    for name, module in PLUGINS.items():  # warm-up: writes bytecode caches where allowed
+    for module in PLUGINS.values():  # warm-up: writes bytecode caches where allowed
         cumulative_us(module, env, cwd)
     for i in range(runs):
         order = list(PLUGINS.items()) if i % 2 == 0 else list(reversed(PLUGINS.items()))
@@ -54,8 +54,8 @@ def _rounds(runs: int, env: Dict[str, str], cwd: str) -> Dict[str, List[int]]:
 def _result(name: str, what: str, times: Dict[str, List[int]], checked: bool, target: float = None) -> Result:
     ours, theirs = times["trtcap"], times["hypothesis"]
     print(f"{what}")
-    print(f"  pytest_trtcap.plugin:     median {median(ours) / 1000:.2f} ms (range {spread([t / 1000 for t in ours])} ms)")
-    print(f"  _hypothesis_pytestplugin: median {median(theirs) / 1000:.2f} ms (range {spread([t / 1000 for t in theirs])} ms)")
+    for label, times_us in (("pytest_trtcap.plugin:    ", ours), ("_hypothesis_pytestplugin:", theirs)):
+        print(f"  {label} median {median(times_us) / 1000:.2f} ms (range {spread([t / 1000 for t in times_us])} ms)")
     result = Result(name, what, median(ours), median(theirs), "us", None, checked=checked,
                     paired=paired_median(ours, theirs), rounds=len(ours), ratios=per_round(ours, theirs),
                     detail={"figure": "cumulative -X importtime of the plugin module, after pytest"})
@@ -85,7 +85,8 @@ def run(quick: bool = False, runs: int = 0) -> List[Result]:
         _result("import_cost", "plugin import after pytest, bytecode caches on (ratio: against hypothesis' plugin)",
                 with_pyc, checked=not quick, target=TARGET_MS),
         _result("import_cost_no_pyc", "plugin import after pytest, PYTHONDONTWRITEBYTECODE=1, source-only copy "
-                "(ratio: against hypothesis' plugin, which keeps its installed bytecode)", without_pyc, checked=not quick),
+                "(ratio: against hypothesis' plugin, which keeps its installed bytecode)", without_pyc,
+                checked=not quick),
     ]
     for r in results:
         print(r.line(), flush=True)

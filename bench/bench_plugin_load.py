@@ -22,7 +22,7 @@ from typing import List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import REPO, Result, banner, clean_env, interleaved, median, per_round, spread  # noqa: E402
+from _common import REPO, Result, banner, clean_env, interleaved, median, per_round, spread
 
 TARGET = 1.02  # by the ratio of medians, with and without bytecode caches
 
@@ -107,7 +107,8 @@ def run(quick: bool = False, runs: int = 0) -> List[Result]:
         if not uncached_probe["plugin file"].startswith(source) or any(
                 "__pycache__" in dirs for _, dirs, _ in os.walk(source)):
             raise RuntimeError(f"the uncached measurement did not load a source-only copy: {uncached_probe}")
-    print("imports at load: " + ", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in imports.items() if k not in ("rc", "plugin file")))
+    shown = {k: v for k, v in imports.items() if k not in ("rc", "plugin file")}
+    print("imports at load: " + ", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in shown.items()))
     if not imports["plugin loaded"]:
         raise RuntimeError("the trtcap plugin was not loaded: is the project installed (pip install -e .)?")
     result = Result(

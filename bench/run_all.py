@@ -135,7 +135,8 @@ def table(results: List[Result]) -> List[str]:
         if r.paired is not None:
             ratio += f" (ratio of medians; per-round median {r.paired:.3f}"
             ratio += f"; {r.noise_note})" if r.noise_note else ")"
-        lines.append(f"| {r.what} | {fmt(r.value, r.unit)} | {fmt(r.baseline, r.unit)} | {ratio} | {target} | {verdict} |")
+        value, baseline = fmt(r.value, r.unit), fmt(r.baseline, r.unit)
+        lines.append(f"| {r.what} | {value} | {baseline} | {ratio} | {target} | {verdict} |")
     return lines
 
 

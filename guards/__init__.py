@@ -23,7 +23,8 @@ from typing import Any, Dict, List
 _EXPORTS: Dict[str, tuple] = {
     **{name: ("builder", name) for name in (
         "BuilderTargets", "apply_builder_targets", "builder_targets", "builder_targets_enabled",
-        "builder_targets_installed", "enable_builder_targets", "plan_builder_targets", "upstream_sets_builder_targets")},
+        "builder_targets_installed", "enable_builder_targets", "plan_builder_targets",
+        "upstream_sets_builder_targets")},
     **{name: ("gpuless", name) for name in (
         "answer_device_queries", "import_torch_tensorrt", "install_import_hook", "remove_import_hook")},
     "gpu_less_import_status": ("gpuless", "status"),

@@ -80,7 +80,7 @@ def answer_device_queries(capability: Optional[Capability] = None) -> bool:
         capability = declared[0] if declared else DEFAULT_ANSWER
     answer = (int(capability[0]), int(capability[1]))
 
-    def get_device_capability(device: Any = None) -> Capability:
+    def get_device_capability(device: Any = None) -> Capability:  # noqa: ARG001 - torch.cuda's signature
         return _status.capability or answer  # follow_targets may re-point it
 
     def current_device() -> int:
@@ -135,10 +135,11 @@ class _Loader(importlib.abc.Loader):
 class _ImportHook(importlib.abc.MetaPathFinder):
     """Arranges the device answers at the moment ``torch_tensorrt`` is first imported, then steps aside."""
 
-    def __init__(self, answer: bool, after: List[Callable[[ModuleType], Any]], capability: Optional[Capability]) -> None:
+    def __init__(self, answer: bool, after: List[Callable[[ModuleType], Any]],
+                 capability: Optional[Capability]) -> None:
         self.answer, self.after, self.capability = answer, after, capability
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:  # noqa: ARG002 - MetaPathFinder's signature
         if fullname != "torch_tensorrt":
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
@@ -155,7 +156,8 @@ def install_import_hook(
     after: Optional[List[Callable[[ModuleType], Any]]] = None,
     capability: Optional[Capability] = None,
 ) -> bool:
-    """Run ``answer_device_queries(capability)`` (if ``answer``), then ``after`` callbacks, when torch_tensorrt is imported.
+    """Run ``answer_device_queries(capability)`` (if ``answer``), then ``after`` callbacks, when torch_tensorrt is
+    imported.
 
     Imports nothing now. Returns False (and does nothing) if torch_tensorrt is already imported.
     """

@@ -7,10 +7,9 @@ total: whatever node they are handed, they answer and never raise.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, NamedTuple, Optional, Sequence, Tuple
 
-from .targets import TURING, Capability
+from .capabilities import TURING, Capability
 
 #: Operand positions as (positional index, keyword name).
 Operands = Tuple[Tuple[int, str], ...]
@@ -154,9 +153,10 @@ def _leaf_has_dtype(values: Any, dtype: Any, depth: int = 0) -> bool:
 # --- the table ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Rule:
-    """What one target capability cannot serve on TensorRT-RTX, for one family of ops."""
+class Rule(NamedTuple):
+    """What one target capability cannot serve on TensorRT-RTX, for one family of ops. (A NamedTuple, not a
+    frozen dataclass: the plugin registers its markers from this table in every pytest run, and creating a frozen
+    dataclass costs ten times as much.)"""
 
     name: str
     capability: Capability

@@ -62,7 +62,7 @@ class Declaration:
             setattr(_declared, field, value)
         _declared.version += 1
 
-    def __enter__(self) -> "Declaration":
+    def __enter__(self) -> Declaration:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -249,7 +249,8 @@ def capability_decision(settings: Any = None, *, probe_host: bool = True) -> Cap
     if turing:
         reason = f"TensorRT-RTX targets SM 7.5 ({where})"
     elif backend == "standard":
-        reason = f"backend is standard TensorRT ({backend_origin}); Turing limits of TensorRT-RTX do not apply ({where})"
+        reason = (f"backend is standard TensorRT ({backend_origin}); Turing limits of TensorRT-RTX do not apply "
+                  f"({where})")
     else:
         reason = f"SM 7.5 is not among the targets ({where})"
     decision = CapabilityDecision(targets, source, origin, backend, backend_origin, turing, reason)

@@ -1,21 +1,28 @@
 """pytest-trtcap: capability-aware fixtures, markers and leak-proof isolation for Torch-TensorRT suites.
 
-Importing this package imports neither torch nor torch_tensorrt. The placement audit and ``assert_trt_close`` are
-loaded on first use (PEP 562): the plugin loads this package in every pytest run of the environment.
+Importing this package imports neither torch nor torch_tensorrt, nor any of its own modules: every public name
+is loaded on first use (PEP 562). The plugin (``pytest_trtcap.plugin``) loads this package in every pytest run of
+the environment, and most runs never ask for these names.
 """
 
 import importlib
-from typing import Any
+from typing import Any, Dict, List
 
-from .errors import TrtcapLeakError, TrtcapLeakWarning
-from .partitions import (
-    PartitionCounts,
-    assert_partition_counts,
-    count_partitions,
-    describe_partitions,
-    expected_partition_counts,
-)
-from .unittest_support import TrtCapabilityMixin
+#: Public name -> the submodule that defines it.
+_EXPORTS: Dict[str, str] = {
+    "PartitionCounts": "partitions",
+    "TrtCapabilityMixin": "unittest_support",
+    "TrtcapLeakError": "errors",
+    "TrtcapLeakWarning": "errors",
+    "UnservablePlacement": "audit",
+    "assert_servable_placements": "audit",
+    "assert_partition_counts": "partitions",
+    "assert_trt_close": "trt_close",
+    "count_partitions": "partitions",
+    "describe_partitions": "partitions",
+    "expected_partition_counts": "partitions",
+    "unservable_placements": "audit",
+}
 
 __all__ = [
     "PartitionCounts",
@@ -32,18 +39,15 @@ __all__ = [
     "unservable_placements",
 ]
 
-_LAZY = {
-    "UnservablePlacement": "audit",
-    "assert_servable_placements": "audit",
-    "unservable_placements": "audit",
-    "assert_trt_close": "trt_close",
-}
-
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
+    module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
+    globals()[name] = value  # later look-ups are plain attribute reads
     return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

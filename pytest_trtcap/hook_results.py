@@ -37,7 +37,7 @@ def shown(value: Any, limit: int = 300) -> str:
     """``repr(value)`` on one line and bounded, for an error message; never raises (a project's ``__repr__`` may)."""
     try:
         text = repr(value)
-    except Exception as exc:  # noqa: BLE001 - any failure of foreign code is reported, not raised
+    except Exception as exc:  # any failure of foreign code is reported, not raised
         text = f"<{type(value).__name__} object; repr() raised {type(exc).__name__}>"
     text = text.replace("\n", "\\n").replace("\r", "\\r")
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -18,7 +18,7 @@ def pytest_trtcap_target_capabilities(config: pytest.Config) -> Optional[Any]:
 
     Return ``"7.5,8.9"``, ``[(7, 5), (8, 9)]`` or ``None`` to pass. Consulted only when neither
     ``--trt-target-sm``, ``TRTCAP_TARGET_SM`` nor the ini key ``trt_target_sm`` gives a value.
-    The first non-None result wins; the plugin's own implementation runs last and returns None. The value is
+    The first non-None result wins (if none gives one, the targets stay undeclared). The value is
     held to the option's rules (a bad one is a usage error naming this hook, your file and the value) and a
     target TensorRT-RTX does not build for warns like the option's.
     """

@@ -22,7 +22,7 @@ def marker_lines() -> List[str]:
     """ini ``markers`` lines: name, signature and help, generated from the table."""
     lines = []
     for name, rules in capability_markers().items():
-        caps = ", ".join(sorted({f"SM {guards.targets.format_capability(r.capability)}" for r in rules}))
+        caps = ", ".join(sorted({f"SM {guards.capabilities.format_capability(r.capability)}" for r in rules}))
         what = rules[0].cannot_serve
         ops = sorted({t for r in rules for t in r.targets})
         lines.append(
@@ -39,7 +39,7 @@ def skip_reason(marker: str, decision: Any) -> Optional[str]:
         if decision.targets_capability(rule.capability):
             return (
                 f"{SKIP_PREFIX}TensorRT-RTX cannot serve {rule.cannot_serve} on SM "
-                f"{guards.targets.format_capability(rule.capability)} ({decision.describe()})"
+                f"{guards.capabilities.format_capability(rule.capability)} ({decision.describe()})"
             )
     return None
 

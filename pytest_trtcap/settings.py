@@ -7,11 +7,9 @@ Nothing here imports torch or torch_tensorrt.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import pytest
-
 import trtcap_guards as guards
 from trtcap_guards.environment import BACKENDS, ENV_BACKEND, ENV_TARGETS
 
@@ -20,7 +18,8 @@ _FALSE = ("0", "false", "no", "off")
 
 
 class Setting(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create in a module every pytest run loads
-    """One resolved value and where it came from (``--trt-target-sm``, ``TRTCAP_TARGET_SM``, ``ini trt_target_sm``...)."""
+    """One resolved value and where it came from (``--trt-target-sm``, ``TRTCAP_TARGET_SM``,
+    ``ini trt_target_sm``...)."""
 
     value: Any
     source: str
@@ -109,17 +108,27 @@ SPECS: Tuple[Spec, ...] = (
 )
 
 
-@dataclass
 class Settings:
-    target_sm: Setting = field(default_factory=lambda: Setting(None, "default"))
-    backend: Setting = field(default_factory=lambda: Setting("auto", "default"))
-    guards: Setting = field(default_factory=lambda: Setting(True, "default"))
-    neutralize: Setting = field(default_factory=lambda: Setting((), "default"))
-    strict: Setting = field(default_factory=lambda: Setting(False, "default"))
-    gpu_less_import: Setting = field(default_factory=lambda: Setting("auto", "default"))
-    builder_targets: Setting = field(default_factory=lambda: Setting(True, "default"))
-    audit: Setting = field(default_factory=lambda: Setting(False, "default"))
-    needs_gpu: Setting = field(default_factory=lambda: Setting("fail", "default"))
+    """Every setting of the session, each with its source; a plain class, not a dataclass: this module loads in
+    every pytest run of the environment, and creating a dataclass costs more than the rest of the module."""
+
+    __slots__ = tuple(spec.dest for spec in SPECS)
+    target_sm: Setting
+    backend: Setting
+    guards: Setting
+    neutralize: Setting
+    strict: Setting
+    gpu_less_import: Setting
+    builder_targets: Setting
+    audit: Setting
+    needs_gpu: Setting
+
+    def __init__(self) -> None:
+        for spec in SPECS:
+            setattr(self, spec.dest, Setting(spec.default, "default"))
+
+    def __repr__(self) -> str:
+        return "Settings(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -172,7 +181,7 @@ def report_unsupported(config: pytest.Config, setting: Setting) -> None:
     warnings filters make it an error (``-W error``, ``filterwarnings = error``), a usage error naming the source."""
     if not setting.value:
         return
-    message = guards.targets.unsupported_message(setting.value, setting.source)
+    message = guards.capabilities.unsupported_message(setting.value, setting.source)
     if message is None:
         return
     try:
@@ -187,16 +196,20 @@ def resolve(config: pytest.Config) -> Settings:
     """All settings; raises ``pytest.UsageError`` naming the option, variable or ini key and the bad value."""
 
     def target_hook() -> Optional[Setting]:
+        caller = config.hook.pytest_trtcap_target_capabilities
+        if not caller.get_hookimpls():  # nothing implements it (most projects): nothing to load or call
+            return None
         from .hook_results import first_result, shown
 
-        found = first_result(config.hook.pytest_trtcap_target_capabilities, config=config)
+        found = first_result(caller, config=config)
         if found is None:
             return None
         source = "hook pytest_trtcap_target_capabilities"
         try:
-            return Setting(guards.targets.coerce_targets(found.value, source, warn=False), source)
+            return Setting(guards.capabilities.coerce_targets(found.value, source, warn=False), source)
         except Exception as exc:  # ValueError, or a value that fails while iterated or shown: name it all the same
-            detail = str(exc) if isinstance(exc, ValueError) else f"{source}: cannot read {shown(found.value)} ({shown(exc)})"
+            detail = (str(exc) if isinstance(exc, ValueError)
+                      else f"{source}: cannot read {shown(found.value)} ({shown(exc)})")
             raise pytest.UsageError(f"trtcap: {detail} (returned by {found.where})") from None
 
     out = Settings()

@@ -31,7 +31,8 @@ class TrtCapabilityMixin:
         except ImportError:
             import unittest
 
-            raise unittest.SkipTest(f"{SKIP_PREFIX}turing_safe_gemm_dtype needs torch, which is not installed") from None
+            reason = f"{SKIP_PREFIX}turing_safe_gemm_dtype needs torch, which is not installed"
+            raise unittest.SkipTest(reason) from None
         return guards.turing_safe_gemm_dtype()
 
     def expected_partition_counts(

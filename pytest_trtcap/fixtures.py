@@ -1,0 +1,52 @@
+"""The plugin's fixtures: the capability decision and what follows from it, for tests that take fixtures.
+
+Registered by the plugin's ``pytest_configure`` (so ``-p no:trtcap`` leaves them out too). Nothing here imports
+torch until a fixture that needs it is set up.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import pytest
+import trtcap_guards as guards
+
+from .markers import SKIP_PREFIX
+
+if TYPE_CHECKING:
+    from .partitions import PartitionCounts
+
+
+def _need_torch(fixture: str) -> Any:
+    try:
+        import torch
+    except ImportError:
+        pytest.skip(f"{SKIP_PREFIX}{fixture} needs torch, which is not installed")
+    return torch
+
+
+@pytest.fixture
+def trt_capability() -> guards.CapabilityDecision:
+    """The predicate's decision with its provenance (targets, source, backend, reason)."""
+    return guards.capability_decision()
+
+
+@pytest.fixture
+def trt_targets_turing(trt_capability: guards.CapabilityDecision) -> bool:
+    """True when the session's build targets Turing (SM 7.5) on TensorRT-RTX."""
+    return trt_capability.targets_turing
+
+
+@pytest.fixture
+def turing_safe_gemm_dtype() -> Any:
+    """``torch.float16`` where FP32 GEMMs cannot be served on the targets, else ``torch.float32``."""
+    _need_torch("turing_safe_gemm_dtype")
+    return guards.turing_safe_gemm_dtype()
+
+
+@pytest.fixture
+def expected_partition_counts() -> Callable[..., PartitionCounts]:
+    """Factory: ``expected_partition_counts(default=(acc, gpu), turing=(acc, gpu))`` chosen by the predicate."""
+    from .partitions import expected_partition_counts as choose
+
+    return choose

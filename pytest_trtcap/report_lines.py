@@ -1,0 +1,191 @@
+"""The text the plugin shows: the report header (one line by default, more with ``-v``) and the summary section.
+
+Imported when pytest asks for the header or the summary, not with the plugin: ``-q`` runs show no header, and
+most runs have no summary to show.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from typing import TYPE_CHECKING, Any, List, Optional
+
+import trtcap_guards as guards
+
+if TYPE_CHECKING:
+    from .session import SessionPlugin
+    from .settings import Setting
+    from .state import TrtcapState
+
+
+def upstream_ships_guards() -> Optional[bool]:
+    """Whether the installed Torch-TensorRT has its own Turing predicate (read from source, not imported)."""
+    import importlib.machinery
+    import os
+
+    module = sys.modules.get("torch_tensorrt._utils")
+    if module is not None:
+        return hasattr(module, "trt_rtx_targets_turing")
+    if "torch_tensorrt" in sys.modules:
+        spec = sys.modules["torch_tensorrt"].__spec__
+    else:
+        # PathFinder directly, not importlib.util.find_spec: that would consult (and so disarm) our own
+        # torch_tensorrt import hook, and the suite's first import would then fail on a GPU-less host.
+        spec = importlib.machinery.PathFinder.find_spec("torch_tensorrt")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], "_utils.py")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return "def trt_rtx_targets_turing" in f.read()
+    except OSError:
+        return None
+
+
+def _from(origin: str) -> str:
+    return origin if origin.startswith("detected") else f"from {origin}"
+
+
+def _sourced(setting: Setting) -> str:
+    return "default" if setting.source == "default" else f"from {setting.source}"
+
+
+def _given(setting: Setting) -> str:
+    """`` (auto, from --trtcap-gpu-less-import)`` where a value was given; nothing for a default."""
+    return "" if setting.source == "default" else f" ({setting.value}, {_sourced(setting)})"
+
+
+def _guards_text(state: TrtcapState) -> str:
+    s = state.settings.guards
+    if not s.value:
+        return f"off ({_sourced(s)})"
+    if guards.is_installed():
+        return f"installed ({len(state.installed_targets) or 'all'} targets; on, {_sourced(s)})"
+    return f"on ({_sourced(s)}; installed when torch_tensorrt is imported)"
+
+
+def review_line() -> Optional[str]:
+    """The registry review's line once the suite has imported the converter registry (never imports it)."""
+    if "torch_tensorrt" not in sys.modules:  # nor the registry, a submodule of it: the guards' registry stays unloaded
+        return None
+    if guards.registry.REGISTRY_MODULE not in sys.modules:
+        return None
+    from trtcap_guards.review import describe_unreviewed
+
+    return describe_unreviewed()
+
+
+def header_line(state: TrtcapState) -> str:
+    """The one line a default run shows: targets and their source, backend, whether Turing rules apply, guards."""
+    s = state.settings
+    decision = guards.capability_decision(probe_host=False)
+    if decision.targets:
+        targets = f"targets: {decision.targets_text} (from {decision.origin})"
+    elif s.target_sm.value is None:
+        targets = "targets: not declared (host device decides at first use)"
+    else:
+        targets = "targets: none"
+    if decision.targets_turing:
+        decided = "yes"
+    else:
+        decided = "no" if decision.targets or s.target_sm.value is not None else "pending host device"
+    return (
+        f"trtcap: {targets}; backend: {decision.backend} ({_from(decision.backend_origin)}); "
+        f"targets Turing on TensorRT-RTX: {decided}; guards: {_guards_text(state)}"
+    )
+
+
+def header_lines(state: TrtcapState, verbose: bool = False) -> List[str]:
+    """One line by default; with ``-v`` also the Torch-TensorRT version, neutralizations, GPU-less import and
+    isolation mode, each with its source. (pytest shows no header at all under ``-q``.)"""
+    lines = [header_line(state)]
+    review = review_line()
+    if review:
+        lines.append(f"trtcap: {review}")
+    if state.settings.audit.value:
+        lines.append(f"trtcap: placement audit: on ({_sourced(state.settings.audit)})")
+    if verbose:
+        lines.extend(_verbose_lines(state))
+    return lines
+
+
+def _version_line() -> str:
+    version = guards.torch_tensorrt_version()
+    if version is None:
+        return "trtcap: torch-tensorrt: not installed (isolation inert; markers decide from declared targets)"
+    ships = upstream_ships_guards()
+    own = {True: "ships its own Turing guards", False: "no upstream Turing guards",
+           None: "upstream guards unknown"}[ships]
+    return f"trtcap: torch-tensorrt {version} ({own})"
+
+
+def _gpu_less_text(setting: Setting) -> str:
+    gpu = guards.gpu_less_import_status()
+    if setting.value == "off":
+        return f"off ({_sourced(setting)})"
+    if gpu.applied:
+        return gpu.describe() + _given(setting)
+    if "torch_tensorrt" in sys.modules:
+        return gpu.detail + _given(setting)
+    return (f"auto ({_sourced(setting)}; answers device queries only if torch_tensorrt is "
+            "imported without a CUDA device)")
+
+
+def _verbose_lines(state: TrtcapState) -> List[str]:
+    """The ``-v`` lines, each setting with its source."""
+    s = state.settings
+    lines = [_version_line()]
+    neutral = ", ".join(guards.neutralized())
+    lines.append(f"trtcap: neutralized: {neutral} ({_sourced(s.neutralize)})" if neutral
+                 else "trtcap: neutralized: none")
+    builder = guards.builder.builder_targets_status() if s.guards.value else f"off (guards off, {_sourced(s.guards)})"
+    lines.append(f"trtcap: builder targets: {builder}")
+    strict = "strict" if s.strict.value else "warn"
+    lines.append(f"trtcap: gpu-less import: {_gpu_less_text(s.gpu_less_import)}; isolation: {strict} "
+                 f"({_sourced(s.strict)})")
+    from . import needs_gpu_report
+
+    lines.append(f"trtcap: needs a GPU: {needs_gpu_report.header_text(s.needs_gpu.value, _sourced(s.needs_gpu))}")
+    return lines
+
+
+def _guard_lines(session: SessionPlugin, registry: Any) -> List[str]:
+    """The review, the neutralized guards and what the guards kept off TensorRT."""
+    lines: List[str] = []
+    review = review_line()
+    if review:
+        lines.append(review)
+    neutral = registry.neutralized() if registry is not None else ()
+    if neutral:
+        lines.append(f"neutralized guards: {', '.join(neutral)}")
+    fired = session.fired_counts()
+    if fired:
+        lines.append("guards fired: " + ", ".join(f"{r} on {t} x{n}" for (r, t), n in sorted(fired.items())))
+    return lines
+
+
+def summary_lines(session: SessionPlugin, registry: Any) -> List[str]:
+    """The ``trtcap`` summary section's lines (none: no section); ``registry`` is the guards' registry module
+    where something loaded it."""
+    lines: List[str] = []
+    if session.skips:
+        by_marker = Counter(session.skips.values())
+        detail = ", ".join(f"{m}: {n}" for m, n in sorted(by_marker.items()))
+        lines.append(f"capability skips: {len(session.skips)} ({detail})")
+    if session.needs_gpu:
+        from . import needs_gpu_report
+
+        lines.append(needs_gpu_report.summary_line(session.needs_gpu.values()))
+    if session.leaks:
+        lines.append(f"leaks: {len(session.leaks)} test(s) left global state changed (restored)")
+        lines.extend(f"  {nodeid} -> {what}" for nodeid, what in session.leaks.items())
+    lines.extend(_guard_lines(session, registry))
+    state = session.state
+    if state.audit is not None:
+        lines.extend(state.audit.summary_lines())
+    gpu = guards.gpu_less_import_status()
+    applied = [gpu.describe()] if gpu.applied else sorted(
+        {w["gpu_less"] for w in state.worker_status if w.get("gpu_less")})
+    if applied:
+        lines.append(f"gpu-less import: {', '.join(applied)}")
+    return lines

@@ -1,0 +1,289 @@
+"""The per-session hooks: capability skips, the isolation drive around each test and fixture, needs-a-GPU
+conversions, xdist totals, and the report's header and summary (whose text lives in ``report_lines``).
+
+One ``SessionPlugin`` is registered by ``pytest_configure`` for each config, so nested (pytester) sessions keep
+their own state.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Dict, Generator, List, Optional
+
+import pytest
+import trtcap_guards as guards
+
+from . import markers
+from .errors import TrtcapLeakError, TrtcapLeakWarning
+
+if TYPE_CHECKING:
+    from .state import TrtcapState
+
+_HELD = pytest.StashKey[bool]()
+_LEAK_PROPERTY = "trtcap_leak"
+_FIXTURE_LEAK_PROPERTY = "trtcap_fixture_leak"
+_SKIP_PROPERTY = "trtcap_skip"
+
+#: pytest's fixtures for unittest and xunit set-up methods, named after the methods a user wrote.
+_SETUP_FIXTURES = (
+    ("_unittest_setUpClass_fixture_", "{}.setUpClass/tearDownClass"),
+    ("_unittest_setup_method_fixture_", "{}.setup_method/teardown_method"),
+    ("_xunit_setup_module_fixture_", "{} setup_module/teardown_module"),
+    ("_xunit_setup_class_fixture_", "{}.setup_class/teardown_class"),
+    ("_xunit_setup_function_fixture_", "{} setup_function/teardown_function"),
+    ("_xunit_setup_method_fixture_", "{}.setup_method/teardown_method"),
+)
+
+
+def check_collect_report(report: pytest.CollectReport, collector: pytest.Collector,
+                         state: Optional[TrtcapState]) -> None:
+    """A collection error that needs a GPU skips (``--trtcap-needs-gpu skip``); capability markers given
+    arguments fail the module's collection, naming the test and the arguments."""
+    if report.outcome == "failed" and state is not None and state.settings.needs_gpu.value == "skip":
+        from . import needs_gpu_report
+
+        needs_gpu_report.convert_collect_report(report, collector)
+    if report.outcome == "passed" and report.result:
+        items = [item for item in report.result if isinstance(item, pytest.Item)]
+        problems = [p for item in items for p in markers.bad_marker_usage(item)]
+        if problems:
+            report.outcome = "failed"
+            report.longrepr = "trtcap: " + "\n".join(problems)
+            report.result = []
+
+
+def loaded_registry() -> Any:
+    """The guards' registry module where something loaded it; a session that never did has nothing to report
+    from it, and loading it only to say so would cost every unrelated pytest run."""
+
+    return sys.modules.get("trtcap_guards.registry")
+
+
+def _fired() -> Dict[Any, int]:
+    registry = loaded_registry()
+    return registry.fired() if registry is not None else {}
+
+
+def _isolated(item: pytest.Item) -> bool:
+    return item.get_closest_marker(markers.NO_ISOLATION) is None
+
+
+def _fixture_subject(fixturedef: Any, nodeid: str, setup_for: str) -> str:
+    """``test_b (fixture 'f', module scope, set up for test_a)``; set-up methods by their own names."""
+    name = fixturedef.argname
+    what = next((form.format(name[len(prefix):]) for prefix, form in _SETUP_FIXTURES if name.startswith(prefix)),
+                f"fixture {name!r}")
+    since = "" if setup_for in ("", nodeid) else f", set up for {setup_for}"
+    return f"{nodeid} ({what}, {fixturedef.scope} scope{since})"
+
+
+class SessionPlugin:
+    """Per-config hooks; registered in ``pytest_configure`` so nested (pytester) sessions keep their own state."""
+
+    def __init__(self, state: TrtcapState) -> None:
+        self.state = state
+        self.leaks: Dict[str, str] = {}  # filled from reports, so they are right under xdist too
+        self.skips: Dict[str, str] = {}
+        self.needs_gpu: Dict[str, str] = {}  # nodeid -> signature (``--trtcap-needs-gpu skip``)
+        self.held: Optional[pytest.Item] = None  # the test between hold and release
+        self.current: Optional[pytest.Item] = None  # the test being set up, run or torn down
+        self.fixture_leaks: List[Any] = []  # (subject, changes) found in fixture teardowns, reported in teardown
+        self.fired_before = _fired()  # guards fired in this process before the session
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Hold before any fixture is set up (fixtures get their own frames); then capability markers skip."""
+        self.current = item
+        self.state.get_isolation().hold()
+        if _isolated(item):
+            item.stash[_HELD] = True
+            self.held = item
+        for name in markers.capability_markers():
+            if item.get_closest_marker(name) is not None:
+                reason = markers.skip_reason(name, guards.capability_decision())
+                if reason is not None:
+                    item.user_properties.append((_SKIP_PROPERTY, name))
+                    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_fixture_setup(self, fixturedef: Any) -> Generator[None, Any, Any]:
+        """A fixture's changes are its own while it lives: frame them (not for an opted-out test's own fixtures)."""
+        item = self.current
+        if item is None or (fixturedef.scope == "function" and not _isolated(item)):
+            return (yield)
+        isolation = self.state.get_isolation()
+        isolation.fixture_started(fixturedef, item.nodeid)
+        try:
+            return (yield)
+        finally:
+            isolation.fixture_set_up(fixturedef)
+
+    def pytest_fixture_post_finalizer(self, fixturedef: Any) -> None:
+        """Its teardown has run: what the fixture left changed is its leak, restored now, reported in teardown."""
+        isolation = self.state.isolation
+        end = isolation.fixture_finished(fixturedef) if isolation is not None else None
+        if end is not None and end.changes and self.current is not None:
+            self.fixture_leaks.append((_fixture_subject(fixturedef, self.current.nodeid, end.setup_for),
+                                       end.changes))
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
+        """Outermost, so it sees the report unittest and xfail handling made: a failure that needs a GPU skips."""
+        report = yield
+        if report.failed and self.state.settings.needs_gpu.value == "skip":
+            from . import needs_gpu_report
+
+            needs_gpu_report.convert_test_report(report, call, item)
+        return report
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        """Restore before the fixtures are torn down; report after, so no warnings filter can stop the teardown."""
+        changes: List[str] = []
+        if item.stash.get(_HELD, False):
+            item.stash[_HELD] = False
+            self.held = None
+            changes = self.state.get_isolation().release()
+        if changes:
+            item.user_properties.append((_LEAK_PROPERTY, "; ".join(changes)))
+        leaks = [(item.nodeid, changes)] if changes else []
+        try:
+            result = yield
+        except BaseException:
+            self._flush_fixture_leaks(item, leaks)
+            for subject, what in leaks:
+                self._report_leak(item, subject, what)  # the teardown's own error is the one to show
+            raise
+        self._flush_fixture_leaks(item, leaks)
+        errors = [self._report_leak(item, subject, what) for subject, what in leaks]
+        error = next((e for e in errors if e is not None), None)
+        if error is not None:
+            raise error
+        return result
+
+    def _flush_fixture_leaks(self, item: pytest.Item, leaks: List[Any]) -> None:
+        for subject, what in self.fixture_leaks:
+            item.user_properties.append((_FIXTURE_LEAK_PROPERTY, f"{subject} -> {'; '.join(what)}"))
+            leaks.append((subject, what))
+        self.fixture_leaks.clear()
+
+    def _report_leak(self, item: pytest.Item, subject: str, changes: List[str]) -> Optional[TrtcapLeakError]:
+        """Warn about a leak; the error to raise under ``--trtcap-strict`` or a filter that makes warnings errors."""
+        what = "; ".join(changes)
+        path, lineno, _ = item.location
+        try:
+            warnings.warn_explicit(
+                TrtcapLeakWarning(f"{subject} leaked global state: {what}"),
+                TrtcapLeakWarning, filename=str(item.config.rootpath / path), lineno=(lineno or 0) + 1,
+            )
+        except Warning as exc:  # -W error / filterwarnings = error: an error of this test, not of pytest
+            return TrtcapLeakError(
+                f"trtcap: {subject} leaked global state ({type(exc).__name__} is an error under the "
+                f"warnings filter): {what}"
+            )
+        if self.state.settings.strict.value:
+            return TrtcapLeakError(f"trtcap: {subject} leaked global state (--trtcap-strict): {what}")
+        return None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self) -> None:
+        """Check the project's isolated-state hook results here too: under xdist this is the controller's one
+        chance, before it starts the workers (a usage error raised in a worker is an INTERNALERROR)."""
+        if self.state.config.hook.pytest_trtcap_isolated_state.get_hookimpls():
+            from .hook_results import isolated_state_entries
+
+            isolated_state_entries(self.state.config)  # checked only; conftests found later may add entries
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Before the first test: the project's isolated-state hook results, and the neutralized targets against
+        the registry where collection imported Torch-TensorRT. Not in an xdist worker, which cannot stop the
+        session cleanly: there a bad hook result fails each test as before, and the controller checked what it
+        could."""
+        if getattr(session.config, "workerinput", None) is not None:
+            return
+        self.state.user_state_entries()
+        neutralize = self.state.settings.neutralize
+        if neutralize.value:
+            from . import neutralize_targets
+
+            neutralize_targets.check_after_collection(neutralize.value, neutralize.source)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._count_needs_gpu(report)
+        for key, value in report.user_properties:
+            if key == _LEAK_PROPERTY and report.when == "teardown":
+                self.leaks.setdefault(report.nodeid, value)
+            elif key == _FIXTURE_LEAK_PROPERTY and report.when == "teardown":
+                subject, _, what = str(value).partition(" -> ")
+                self.leaks.setdefault(subject, what)
+            elif key == _SKIP_PROPERTY and report.when == "setup" and report.skipped:
+                self.skips[report.nodeid] = value
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        self._count_needs_gpu(report)
+
+    def _count_needs_gpu(self, report: Any) -> None:
+        if report.skipped and self.state.settings.needs_gpu.value == "skip":
+            from . import needs_gpu_report
+
+            signature = needs_gpu_report.signature_of(report)
+            if signature is not None:
+                self.needs_gpu[report.nodeid] = signature
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.held is not None and self.state.isolation is not None:
+            # An interrupted test (KeyboardInterrupt, pytest.exit) never reached its teardown.
+            changes = self.state.isolation.release()
+            if changes:
+                self.leaks.setdefault(self.held.nodeid, "; ".join(changes) + " (interrupted)")
+            self.held = None
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            gpu = guards.gpu_less_import_status()
+            workeroutput["trtcap"] = {
+                "gpu_less": gpu.describe() if gpu.applied else "",
+                "fired": [[rule, target, n] for (rule, target), n in self.fired_counts().items()],
+            }
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any) -> None:
+        out = getattr(node, "workeroutput", {}).get("trtcap")
+        if out:
+            self.state.worker_status.append(out)
+
+    def pytest_report_header(self, config: pytest.Config) -> List[str]:
+        from .report_lines import header_lines
+
+        return header_lines(self.state, verbose=config.get_verbosity() > 0)
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if getattr(config, "workerinput", None) is None and exitstatus != pytest.ExitCode.USAGE_ERROR:
+            if not self._may_have_news():  # a refused setting ran nothing: nothing to claim
+                return
+            from .report_lines import summary_lines
+
+            lines = summary_lines(self, loaded_registry())
+            if lines:
+                terminalreporter.write_sep("-", "trtcap")
+                for line in lines:
+                    terminalreporter.write_line(line)
+
+    def _may_have_news(self) -> bool:
+        """Whether the summary could have a line: most runs of an environment skip, convert and leak nothing and
+        never load torch_tensorrt or the guards, and they need not load the summary's text to find that out."""
+        state = self.state
+        return bool(self.skips or self.needs_gpu or self.leaks or state.audit is not None or state.worker_status
+                    or "torch_tensorrt" in sys.modules or loaded_registry() is not None
+                    or guards.gpu_less_import_status().applied)
+
+    def fired_counts(self) -> Counter:
+        """What the guards kept off TensorRT during this session: here, or summed over xdist workers."""
+        counts: Counter = Counter(_fired())
+        counts.subtract(self.fired_before)
+        for worker in self.state.worker_status:
+            for rule, target, n in worker.get("fired", ()):
+                counts[(rule, target)] += n
+        return Counter({key: n for key, n in counts.items() if n > 0})

@@ -1,0 +1,91 @@
+"""Registration (``pytest_trtcap.plugin``): ``-p no:trtcap`` leaves out everything the plugin registers, fixtures
+included; loading it twice registers its fixtures once; and loading it in a run that never imports torch loads
+only what registration and configuration need. Import state is checked in fresh processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+FIXTURE_TEST = """
+def test_uses_a_fixture(trt_capability):
+    assert trt_capability.reason
+"""
+
+
+def test_p_no_trtcap_leaves_the_fixtures_out(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(FIXTURE_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:trtcap", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*fixture 'trt_capability' not found*"])
+
+
+def test_the_fixtures_are_there_with_the_plugin(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(FIXTURE_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_loading_the_plugin_twice_lists_each_fixture_once(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("pytest_plugins = ['pytest_trtcap.plugin']\n")
+    result = pytester.runpytest_subprocess("-p", "pytest_trtcap.plugin", "-p", "no:cacheprovider", "--fixtures")
+    assert result.ret == 0
+    listed = [line.split()[0] for line in result.stdout.lines if line.startswith("trt_capability")]
+    assert listed == ["trt_capability"], result.stdout.str()
+
+
+PROBE = """
+import json, sys
+import pytest
+{run}
+print("MODULES " + json.dumps(sorted(m for m in sys.modules if m.startswith(("trtcap_guards", "pytest_trtcap")))))
+"""
+
+
+def _loaded(run: str, cwd: str = ".") -> list:
+    proc = subprocess.run([sys.executable, "-c", PROBE.format(run=run)], capture_output=True, text=True, check=True,
+                          cwd=cwd)
+    line = next(line for line in proc.stdout.splitlines() if line.startswith("MODULES "))
+    return json.loads(line[len("MODULES "):])
+
+
+def test_importing_the_package_loads_none_of_its_modules() -> None:
+    assert _loaded("import pytest_trtcap") == ["pytest_trtcap"]
+
+
+def test_importing_the_plugin_loads_registration_only() -> None:
+    loaded = _loaded("import pytest_trtcap.plugin")
+    for later in ("pytest_trtcap.partitions", "pytest_trtcap.unittest_support", "pytest_trtcap.audit",
+                  "pytest_trtcap.trt_close", "pytest_trtcap.session", "pytest_trtcap.fixtures",
+                  "pytest_trtcap.report_lines", "pytest_trtcap.hook_results", "pytest_trtcap.errors"):
+        assert later not in loaded, loaded
+
+
+def test_a_collect_only_run_of_an_unrelated_suite_loads_no_predicate_registry_or_partitions(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile("def test_one():\n    pass\n")
+    loaded = _loaded("pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider'])", cwd=str(pytester.path))
+    assert "pytest_trtcap.plugin" in loaded  # the plugin did load
+    for later in ("trtcap_guards.targets", "trtcap_guards.registry", "trtcap_guards.builder",
+                  "trtcap_guards.validators", "pytest_trtcap.partitions", "pytest_trtcap.hook_results",
+                  "pytest_trtcap.isolation", "pytest_trtcap.unittest_support"):
+        assert later not in loaded, loaded
+
+
+def test_the_public_names_load_on_first_use() -> None:
+    code = ("import pytest_trtcap as p\n"
+            "missing = [n for n in p.__all__ if getattr(p, n, None) is None]\n"
+            "assert not missing, missing\n"
+            "assert set(p.__all__) <= set(dir(p))\n"
+            "from pytest_trtcap import *\n"
+            "from pytest_trtcap.partitions import PartitionCounts as P\n"
+            "assert PartitionCounts is P and issubclass(TrtcapLeakError, Exception)\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        import pytest_trtcap
+
+        pytest_trtcap.no_such_name  # noqa: B018
