@@ -37,6 +37,7 @@ atexit.register(shutil.rmtree, ALIAS, True)
 sys.path[:0] = [str(ALIAS), str(ROOT)]
 
 import torch  # noqa: E402
+
 import trtcap_guards as guards  # noqa: E402
 
 

@@ -96,8 +96,9 @@ def counting_guard_consultations() -> Iterator[Counter]:
 
 def partition_once(gm: Any, installed: bool) -> Tuple[float, float, Tuple[str, ...]]:
     """(CPU seconds, wall seconds, layout) of one ``fast_partition`` on a fresh deep copy."""
-    import trtcap_guards as guards
     from torch_tensorrt.dynamo import partitioning
+
+    import trtcap_guards as guards
 
     if installed:
         guards.install()
@@ -113,8 +114,9 @@ def partition_once(gm: Any, installed: bool) -> Tuple[float, float, Tuple[str, .
 
 def partition_round(gm: Any, order: Tuple[bool, bool]) -> Dict[bool, Tuple[float, float, Tuple[str, ...]]]:
     """One round: both sides back to back (copies made first, so the two timed runs are adjacent in time)."""
-    import trtcap_guards as guards
     from torch_tensorrt.dynamo import partitioning
+
+    import trtcap_guards as guards
 
     works = [copy.deepcopy(gm) for _ in order]
     out = {}
@@ -279,8 +281,9 @@ def partition_at(gm: Any, settings: Any, target: str, runs: int, quick: bool, op
 
 def per_call(gm: Any, settings: Any, target: str, quick: bool, per_node_ns: float) -> List[Result]:
     """The predicate and the guarded ``aten.linear`` validator per call, at the declared target."""
-    import trtcap_guards as guards
     from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_ATEN_CONVERTERS
+
+    import trtcap_guards as guards
 
     calls = 2000 if quick else 50000
     node = next(n for n in gm.graph.nodes if n.op == "call_function" and str(n.target) == "aten.linear.default")

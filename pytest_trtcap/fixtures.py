@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
+
 import trtcap_guards as guards
 
 from .markers import SKIP_PREFIX

@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any, Iterable, Optional, Tuple
 
 import pytest
+
 from trtcap_guards import targets
 
 from .needs_gpu import NeedsGpu, classify

@@ -14,6 +14,7 @@ from contextlib import ExitStack
 from typing import Dict, Iterable, Optional
 
 import pytest
+
 import trtcap_guards as guards
 
 

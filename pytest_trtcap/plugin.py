@@ -13,6 +13,7 @@ import sys
 from typing import Any, Generator
 
 import pytest
+
 import trtcap_guards as guards
 
 from . import hooks, markers

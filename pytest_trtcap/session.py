@@ -13,6 +13,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Dict, Generator, List, Optional
 
 import pytest
+
 import trtcap_guards as guards
 
 from . import markers

@@ -10,6 +10,7 @@ import os
 from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import pytest
+
 import trtcap_guards as guards
 from trtcap_guards.environment import BACKENDS, ENV_BACKEND, ENV_TARGETS
 

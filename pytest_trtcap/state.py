@@ -10,6 +10,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import pytest
+
 import trtcap_guards as guards
 
 # ``isolation`` is imported by ``TrtcapState.get_isolation`` when the first test needs it, not at plugin load:

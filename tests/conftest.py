@@ -8,6 +8,7 @@ import sys
 from typing import Any, Iterator, List, Tuple
 
 import pytest
+
 import trtcap_guards as guards
 
 pytest_plugins = ["pytester", "runs_helpers"]  # runs_helpers: the `swept` fixture of the trtcap command tests

@@ -11,6 +11,7 @@ import copy
 from typing import Any, Dict, Tuple
 
 import torch
+
 import trtcap_guards as guards
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-import trtcap_guards as guards
 
+import trtcap_guards as guards
 from pytest_trtcap import assert_trt_close
 
 EAGER = torch.arange(1.0, 13.0).reshape(3, 4)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 import trt_models as tm
-import trtcap_guards as guards
 
+import trtcap_guards as guards
 from pytest_trtcap import UnservablePlacement, assert_servable_placements, unservable_placements
 
 pytestmark = pytest.mark.usefixtures("tt")

@@ -16,6 +16,7 @@ from typing import Any, List
 import pytest
 import torch
 import trt_models as tm
+
 import trtcap_guards as guards
 import trtcap_guards.targets as guard_targets
 

@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import trt_models as tm
+
 import trtcap_guards as guards
 
 pytestmark = pytest.mark.usefixtures("tt")

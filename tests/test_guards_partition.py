@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 import trt_models as tm
+
 import trtcap_guards as guards
 
 pytestmark = pytest.mark.usefixtures("tt")

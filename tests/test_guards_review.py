@@ -7,6 +7,7 @@ import operator
 
 import pytest
 import torch
+
 import trtcap_guards as guards
 from trtcap_guards import review
 

@@ -51,7 +51,9 @@ REJECTED = ["banana", "7", "7.5.1", "-1.0", "7.5,,8.9", "", " ", "7.5,", ",7.5",
 def test_readme_says_which_spaces_are_accepted():
     """The README's claim about spaces, executed: around items accepted, inside one refused."""
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    claim = "spaces around an item are\n  ignored (` 7.5 , 8.9 `), spaces inside one are not (`7 .5`, `sm 75` are errors)"
+    claim = (
+        "spaces around an item are\n  ignored (` 7.5 , 8.9 `), spaces inside one are not (`7 .5`, `sm 75` are errors)"
+    )
     assert claim in readme
     assert guards.parse_targets(" 7.5 , 8.9 ") == ((7, 5), (8, 9))
     for inside in ("7 .5", "sm 75"):
@@ -165,7 +167,8 @@ def test_env_targets_rejected(text, monkeypatch, nothing_declared):
 
 def test_env_unsupported_target_is_a_warning_not_an_error(monkeypatch, nothing_declared, fresh_warnings):
     monkeypatch.setenv("TRTCAP_TARGET_SM", "9.0")
-    with pytest.warns(guards.UnsupportedTargetWarning, match=r"TRTCAP_TARGET_SM.*9\.0.*7\.5,8\.0,8\.6,8\.9,12\.0,12\.1"):
+    supported = r"7\.5,8\.0,8\.6,8\.9,12\.0,12\.1"
+    with pytest.warns(guards.UnsupportedTargetWarning, match=rf"TRTCAP_TARGET_SM.*9\.0.*{supported}"):
         assert guards.get_target_compute_capabilities() == ((9, 0),)
     assert not guards.trt_rtx_targets_turing()
 
@@ -318,7 +321,8 @@ def test_declared_backend_outranks_the_variable(monkeypatch, targets):
     monkeypatch.setenv("TRTCAP_BACKEND", "rtx")
     with guards.declare_backend("standard", origin="--trt-backend"):
         decision = guards.capability_decision()
-        assert (decision.backend, decision.backend_origin, decision.targets_turing) == ("standard", "--trt-backend", False)
+        got = (decision.backend, decision.backend_origin, decision.targets_turing)
+        assert got == ("standard", "--trt-backend", False)
         assert "standard TensorRT" in decision.reason
     assert guards.capability_decision().backend == "rtx"
 
@@ -425,7 +429,8 @@ def test_import_guards_does_not_import_torch(tmp_path):
         d = guards.capability_decision(probe_host=False)
         assert d.targets == ((7, 5),) and d.source == "TRTCAP_TARGET_SM", d
         assert guards.RULES and guards.VALIDATORS and guards.markers()
-        heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx"))
+        libraries = ("torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx")
+        heavy = sorted(m for m in sys.modules if m.split(".")[0] in libraries)
         print("HEAVY", heavy)
         """
     )

@@ -9,9 +9,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 import trt_models as tm
-import trtcap_guards as guards
 from hypothesis import given
 from hypothesis import strategies as st
+
+import trtcap_guards as guards
 
 pytestmark = pytest.mark.usefixtures("tt")
 

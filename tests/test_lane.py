@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
+
 import trtcap_guards as guards
 
 pytestmark = pytest.mark.skipif(

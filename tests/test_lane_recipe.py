@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
+
 import trtcap_guards as guards
 
 ROOT = Path(__file__).resolve().parent.parent

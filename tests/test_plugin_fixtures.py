@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trtcap_guards as guards
 
 import pytest_trtcap
+import trtcap_guards as guards
 from pytest_trtcap import PartitionCounts, assert_partition_counts, count_partitions, describe_partitions
 
 RECIPE = Path(__file__).with_name("plugin_recipe.py")

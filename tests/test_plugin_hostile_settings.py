@@ -122,7 +122,11 @@ def test_hook_targets_are_held_to_the_option_rules(pytester: pytest.Pytester, re
 @pytest.mark.parametrize("imported_by", ["conftest", "test module"])
 @pytest.mark.parametrize(
     "bad, suggested",
-    [("aten.nosuch.default", None), ("ATEN.LINEAR.DEFAULT", "aten.linear.default"), ("aten.linaer.default", "aten.linear.default")],
+    [
+        ("aten.nosuch.default", None),
+        ("ATEN.LINEAR.DEFAULT", "aten.linear.default"),
+        ("aten.linaer.default", "aten.linear.default"),
+    ],
 )
 def test_unknown_neutralize_target_is_a_usage_error_with_the_nearest_targets(
     pytester: pytest.Pytester, imported_by: str, bad: str, suggested: str
@@ -134,7 +138,9 @@ def test_unknown_neutralize_target_is_a_usage_error_with_the_nearest_targets(
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-neutralize", bad)
     assert result.ret == USAGE_ERROR
     _clean(result)
-    result.stderr.fnmatch_lines([f"ERROR: trtcap: --trtcap-neutralize: {bad!r} is not a converter target *; nearest: *"])
+    result.stderr.fnmatch_lines(
+        [f"ERROR: trtcap: --trtcap-neutralize: {bad!r} is not a converter target *; nearest: *"]
+    )
     if suggested:
         assert suggested in result.stderr.str()
     assert "neutralized guards" not in result.stdout.str() and "passed" not in result.stdout.str()
@@ -286,7 +292,9 @@ def test_an_entry_from_a_conftest_found_during_collection_is_still_held(pytester
 
 
 @pytest.mark.parametrize("hook", ["pytest_trtcap_target_capabilities", "pytest_trtcap_isolated_state"])
-def test_a_hook_value_whose_repr_raises_or_spans_lines_is_still_one_clean_error(pytester: pytest.Pytester, hook: str) -> None:
+def test_a_hook_value_whose_repr_raises_or_spans_lines_is_still_one_clean_error(
+    pytester: pytest.Pytester, hook: str
+) -> None:
     pytester.makeconftest(f"""
         class Hostile:
             def __iter__(self):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Dict
 
 import pytest
+
 from trtcap_guards import targets as guard_targets
 
 torch = pytest.importorskip("torch")

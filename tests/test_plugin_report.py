@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 import trtcap_guards as guards
 
 RECIPE = Path(__file__).with_name("plugin_recipe.py")

@@ -11,8 +11,8 @@ import sys
 from typing import Iterator
 
 import pytest
-import trtcap_guards as guards
 
+import trtcap_guards as guards
 from pytest_trtcap import settings as trtcap_settings
 
 USAGE_ERROR = pytest.ExitCode.USAGE_ERROR

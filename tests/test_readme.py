@@ -93,6 +93,7 @@ def test_every_exported_name_is_documented_and_every_documented_name_exported():
         for name in package.__all__:
             assert getattr(package, name) is not None
     submodules = {"builder", "review", "rules", "targets", "plugin", "__all__"}
-    for short, package in (("trtcap_guards", trtcap_guards), ("guards", trtcap_guards), ("pytest_trtcap", pytest_trtcap)):
+    names = (("trtcap_guards", trtcap_guards), ("guards", trtcap_guards), ("pytest_trtcap", pytest_trtcap))
+    for short, package in names:
         named = set(re.findall(rf"\b{short}\.([A-Za-z_]\w*)", README)) - submodules
         assert sorted(named - set(package.__all__)) == [], short

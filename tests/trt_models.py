@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
 import trtcap_guards as guards
 
 # --- models ------------------------------------------------------------------------------------
