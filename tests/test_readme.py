@@ -97,3 +97,23 @@ def test_every_exported_name_is_documented_and_every_documented_name_exported():
     for short, package in names:
         named = set(re.findall(rf"\b{short}\.([A-Za-z_]\w*)", README)) - submodules
         assert sorted(named - set(package.__all__)) == [], short
+
+
+def test_report_block_is_what_the_example_suite_prints_at_75():
+    """The README's Report block, line by line, is in the output of ``pytest examples --trt-target-sm 7.5 -v``."""
+    import os
+    import subprocess
+    import sys
+
+    start = README.index("### Report")
+    block = README[start:].split("```\n", 2)[1].split("```")[0]
+    expected = [line for line in block.splitlines() if line and line != "..."]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRTCAP_", "PYTEST_"))}
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    env["COLUMNS"] = "80"  # the width of the README's section rule
+    done = subprocess.run([sys.executable, "-m", "pytest", "examples", "--trt-target-sm", "7.5", "-v",
+                           "-p", "no:randomly"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    printed = done.stdout.splitlines()
+    assert done.returncode == 0, done.stdout[-3000:]
+    missing = [line for line in expected if line not in printed]
+    assert missing == [], "\n".join(printed[:12] + ["..."] + printed[-12:])
