@@ -52,16 +52,25 @@ def _parse_text(text: str, name: str) -> Tuple[Capability, ...]:
     return tuple(dict.fromkeys(_parse_one(item, name, text) for item in items))
 
 
+def int_pair(value: Any, maxima: Tuple[Optional[int], Optional[int]] = (None, None)) -> Optional[Tuple[int, int]]:
+    """``value`` as two non-negative ints (bools are not counts) within ``maxima``, or None.
+
+    The one check behind compute-capability pairs here and ``(acc, gpu)`` partition counts in the plugin.
+    """
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        return None
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        return None
+    if any(limit is not None and v > limit for v, limit in zip(value, maxima)):
+        return None
+    return (int(value[0]), int(value[1]))
+
+
 def _pair(value: Any, name: str) -> Capability:
     """``(7, 5)`` -> (7, 5); the same range the text forms allow (major 0-99, minor 0-9), else a ValueError."""
-    if (
-        isinstance(value, (tuple, list))
-        and len(value) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-        and 0 <= value[0] <= 99
-        and 0 <= value[1] <= 9
-    ):
-        return (int(value[0]), int(value[1]))
+    pair = int_pair(value, (99, 9))
+    if pair is not None:
+        return pair
     raise ValueError(
         f"{name}: invalid compute capability {value!r}; expected a (major, minor) pair such as (7, 5) "
         "(major 0-99, minor 0-9) or a string such as '7.5'"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, List, NamedTuple, Optional, Tuple, Union
 
 import trtcap_guards as guards
+from trtcap_guards.capabilities import int_pair
 
 ACC_PREFIX = "_run_on_acc"
 GPU_PREFIX = "_run_on_gpu"
@@ -18,13 +19,10 @@ class PartitionCounts(NamedTuple):
 
 
 def _counts(value: Union[PartitionCounts, Tuple[int, int]], name: str) -> PartitionCounts:
-    if (
-        not isinstance(value, tuple)
-        or len(value) != 2
-        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
-    ):
+    pair = int_pair(value) if isinstance(value, tuple) else None
+    if pair is None:
         raise ValueError(f"{name}: expected (acc, gpu) non-negative integers, got {value!r}")
-    return PartitionCounts(*value)
+    return PartitionCounts(*pair)
 
 
 def expected_partition_counts(

@@ -439,3 +439,23 @@ def test_import_guards_does_not_import_torch(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert "HEAVY []" in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("value, maxima, expected", [
+    ((7, 5), (99, 9), (7, 5)),
+    ([8, 9], (99, 9), (8, 9)),
+    ((0, 0), (None, None), (0, 0)),
+    ((10**6, 3), (None, None), (10**6, 3)),
+    ((7, 10), (99, 9), None),
+    ((100, 0), (99, 9), None),
+    ((-1, 2), (None, None), None),
+    ((True, 1), (None, None), None),
+    ((7.0, 5), (None, None), None),
+    ((7, 5, 0), (None, None), None),
+    ("75", (None, None), None),
+    (None, (None, None), None),
+])
+def test_int_pair_is_the_one_check_for_pairs(value, maxima, expected):
+    from trtcap_guards.capabilities import int_pair
+
+    assert int_pair(value, maxima) == expected
