@@ -146,6 +146,27 @@ def test_unknown_neutralize_target_is_a_usage_error_with_the_nearest_targets(
     assert "neutralized guards" not in result.stdout.str() and "passed" not in result.stdout.str()
 
 
+def test_unknown_neutralize_target_under_xdist_is_a_usage_error_too(pytester: pytest.Pytester) -> None:
+    """Under xdist only the workers collect: the controller reads the registry itself before starting them,
+    rather than run the session and claim in its summary that a target nobody registers was neutralized."""
+    pytester.makepyfile("import torch_tensorrt\n\ndef test_one(): pass\n\ndef test_two(): pass")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--trtcap-neutralize",
+                                           "aten.nosuch.default")
+    assert result.ret == USAGE_ERROR
+    _clean(result)
+    result.stderr.fnmatch_lines(["ERROR: trtcap: --trtcap-neutralize: 'aten.nosuch.default' is not a converter "
+                                 "target of the installed Torch-TensorRT; nearest: *"])
+    assert "neutralized guards" not in result.stdout.str()
+
+
+def test_known_neutralize_target_under_xdist_runs(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("import torch_tensorrt\n\ndef test_one(): pass\n\ndef test_two(): pass")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--trtcap-neutralize",
+                                           "aten.linear.default")
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=2)
+
+
 @pytest.mark.parametrize("where", ["cli", "env", "ini"])
 def test_a_rule_target_in_other_case_is_refused_without_importing_torch_tensorrt(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
