@@ -3,12 +3,16 @@
 A typo (``ATEN.LINEAR.DEFAULT``, ``aten.linaer.default``) would otherwise neutralize nothing while the summary
 claimed it had. The converter registry is the list of real targets; it is read where the suite has imported
 Torch-TensorRT: at configure when a conftest already did, else once collection is done (before the first test).
-Nothing here imports it: where no test ever does, only the names' form and case are checked (against the rules).
+Nothing here imports it, except in an xdist controller given names to neutralize: only its workers collect, and a
+worker cannot stop the session cleanly, so the controller imports Torch-TensorRT (as the workers will) to read
+the registry before it starts them. Where no test ever imports it, only the names' case is checked (against the
+rules).
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 import sys
 from contextlib import ExitStack
 from typing import Dict, Iterable, Optional
@@ -68,3 +72,13 @@ def check_after_collection(names: Iterable[str], source: str) -> None:
     known = registered_targets()
     if known is not None:
         check(names, source, known, "of the installed Torch-TensorRT")
+
+
+def check_in_xdist_controller(names: Iterable[str], source: str) -> None:
+    """Before the workers start: read the registry here, importing Torch-TensorRT as the suite will."""
+    if registered_targets() is None:
+        try:  # through the plugin's import hook, so --trtcap-gpu-less-import is respected here too
+            importlib.import_module("torch_tensorrt")
+        except Exception:  # not importable here (no GPU and the GPU-less import off, say): the workers will tell
+            return
+    check_after_collection(names, source)

@@ -196,6 +196,11 @@ class SessionPlugin:
             from .hook_results import isolated_state_entries
 
             isolated_state_entries(self.state.config)  # checked only; conftests found later may add entries
+        neutralize = self.state.settings.neutralize
+        if neutralize.value and self.state.config.pluginmanager.has_plugin("dsession"):
+            from . import neutralize_targets
+
+            neutralize_targets.check_in_xdist_controller(neutralize.value, neutralize.source)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
