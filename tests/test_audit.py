@@ -83,10 +83,30 @@ def test_assert_servable_placements_lists_them_with_the_decision(targets):
     ]
 
 
-@pytest.mark.parametrize("module", [object(), None, torch.nn.Linear(2, 2), torch.fx.symbolic_trace(torch.nn.ReLU())])
-def test_anything_without_acc_blocks_has_nothing_to_find(module, targets):
+@pytest.mark.parametrize("module", [torch.nn.Linear(2, 2), torch.fx.symbolic_trace(torch.nn.ReLU())])
+def test_a_module_without_acc_blocks_has_nothing_to_find(module, targets):
     targets("7.5")
     assert unservable_placements(module) == []
+
+
+@pytest.mark.parametrize("value", [object(), None, "abc", 42])
+def test_what_is_no_module_is_refused_not_passed(value, targets):
+    targets("7.5")
+    with pytest.raises(TypeError, match=r"unservable_placements: expected the torch\.nn\.Module a Torch-TensorRT"):
+        unservable_placements(value)
+    with pytest.raises(TypeError):
+        assert_servable_placements(value)
+
+
+def test_a_partitioners_tuple_left_unpacked_is_refused_with_a_hint(targets):
+    """fast_partition returns (module, ...): forgetting to unpack it must not make the check pass."""
+    from torch_tensorrt.dynamo import partitioning
+
+    targets("7.5")
+    result = partitioning.fast_partition(tm.lowered_mlp(), min_block_size=1)
+    assert isinstance(result, tuple)
+    with pytest.raises(TypeError, match=r"got a tuple: unpack the partitioner's result"):
+        assert_servable_placements(result)
 
 
 # --- the plugin: --trtcap-audit -----------------------------------------------------------------------------
