@@ -12,6 +12,7 @@ from typing import Any, Dict, List
 _EXPORTS: Dict[str, str] = {
     "PartitionCounts": "partitions",
     "TrtCapabilityMixin": "unittest_support",
+    "TrtcapAuditError": "audit_session",
     "TrtcapLeakError": "errors",
     "TrtcapLeakWarning": "errors",
     "UnservablePlacement": "audit",
@@ -27,6 +28,7 @@ _EXPORTS: Dict[str, str] = {
 __all__ = [
     "PartitionCounts",
     "TrtCapabilityMixin",
+    "TrtcapAuditError",
     "TrtcapLeakError",
     "TrtcapLeakWarning",
     "UnservablePlacement",

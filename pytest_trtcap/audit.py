@@ -35,8 +35,12 @@ _RULES_BY_NAME = {r.name: r for r in RULES}
 
 def _acc_blocks(module: Any) -> List[tuple]:
     named = getattr(module, "named_modules", None)
-    if named is None:
-        return []
+    if not callable(named):
+        hint = " unpack the partitioner's result (module, ...)" if isinstance(module, tuple) else ""
+        raise TypeError(
+            "unservable_placements: expected the torch.nn.Module a Torch-TensorRT partitioner returned, "
+            f"got a {type(module).__name__}:{hint or ' ' + repr(module)[:80]}"
+        )
     return [(name, child) for name, child in named()
             if name.rsplit(".", 1)[-1].startswith(ACC_PREFIX) and getattr(child, "graph", None) is not None]
 
@@ -53,12 +57,13 @@ def unservable_placements(module: Any, settings: Any = None) -> List[UnservableP
     """Every ``call_function`` node of ``module``'s ``_run_on_acc*`` blocks that a rule forbids on the declared
     targets (``settings.target_compute_capabilities`` > declared > ``TRTCAP_TARGET_SM`` > host device), in graph
     order. Empty off Turing, with the standard backend, or when nothing forbidden was placed on TensorRT."""
+    blocks = _acc_blocks(module)  # refuses what is no module before anything else: no silent pass
     decision = guards.capability_decision(settings)
     rules = [r for r in RULES if decision.targets_capability(r.capability)]
     if not rules:
         return []
     found = []
-    for block, child in _acc_blocks(module):
+    for block, child in blocks:
         for node in child.graph.nodes:
             if node.op != "call_function":
                 continue
