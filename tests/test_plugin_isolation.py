@@ -236,6 +236,49 @@ def test_a_leak_right_after_the_first_import_in_a_test_body_is_named_and_restore
     ])
 
 
+OPTED_OUT_BESIDE_A_MODULE_FIXTURE = """
+import pytest
+import trtcap_guards as guards
+
+guards.import_torch_tensorrt()
+from torch_tensorrt.dynamo.partitioning import _atomic_subgraphs as A
+
+
+@pytest.fixture(scope="module")
+def harmless():
+    yield
+
+
+def test_uses(harmless):
+    pass
+
+
+@pytest.mark.trtcap_no_isolation
+def test_opted_out_changes_and_keeps():
+    A.ATOMIC_SUBGRAPHS.append(("kept", (), True))
+"""
+
+SEES_IT_KEPT = """
+from torch_tensorrt.dynamo.partitioning import _atomic_subgraphs as A
+
+
+def test_kept_still_there():
+    assert ("kept", (), True) in A.ATOMIC_SUBGRAPHS
+"""
+
+
+@pytest.mark.parametrize("flags", [(), ("--trtcap-strict",)])
+def test_an_opted_out_change_is_not_blamed_on_a_module_fixture_ending_with_it(
+    pytester: pytest.Pytester, flags: tuple
+) -> None:
+    """README: an opted-out test's changes are kept and become the baseline, whatever fixture ends beside it."""
+    pytester.makepyfile(test_f=OPTED_OUT_BESIDE_A_MODULE_FIXTURE, test_g=SEES_IT_KEPT)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *flags)
+    result.assert_outcomes(passed=3)
+    assert "leaked global state" not in result.stdout.str()
+    assert "leaks:" not in result.stdout.str()
+
+
 # --- the cascade: a failure before clean-up breaks the next test -------------------------------------------
 
 CASCADE_CONFTEST = '''
