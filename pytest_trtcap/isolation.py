@@ -105,6 +105,11 @@ class Isolation:
             return
         self._adopt(foreign=True)
 
+    def adopt_outside(self) -> None:
+        """An opted-out test ended: what it changed is the baseline from now on (before any fixture ending with
+        it is checked, so its change is never taken for that fixture's leak)."""
+        self._adopt(foreign=True)
+
     def release(self) -> List[str]:
         """After a test: compare with the baseline, restore what changed in place, return what to report.
 

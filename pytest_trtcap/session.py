@@ -147,6 +147,8 @@ class SessionPlugin:
             item.stash[_HELD] = False
             self.held = None
             changes = self.state.get_isolation().release()
+        elif self.state.isolation is not None:  # opted out: its changes are kept and become the baseline
+            self.state.isolation.adopt_outside()
         if changes:
             item.user_properties.append((_LEAK_PROPERTY, "; ".join(changes)))
         leaks = [(item.nodeid, changes)] if changes else []
