@@ -65,6 +65,18 @@ def test_the_same_text_raised_by_the_test_is_a_failure() -> None:
     assert _signature(_raised(lambda: (_ for _ in ()).throw(RuntimeError("No CUDA GPUs are available")))) is None
 
 
+@pytest.mark.parametrize("what, call", [
+    ("torch._check", lambda: torch._check(1 == 2, lambda: "No CUDA GPUs are available")),
+    ("torch._assert", lambda: torch._assert(False, "Torch not compiled with CUDA enabled")),
+    ("assert_close msg", lambda: torch.testing.assert_close(torch.zeros(1), torch.ones(1),
+                                                            msg="Torch not compiled with CUDA enabled")),
+    ("torch._check runtime text", lambda: torch._check(False, lambda: "Found no NVIDIA driver on your system")),
+])
+def test_the_tests_own_text_raised_by_a_torch_helper_is_a_failure(what: str, call: Callable[[], Any]) -> None:
+    """A check the test wrote, raised by torch's check helpers, is the test's decision, not torch's CUDA set-up."""
+    assert _signature(_raised(call)) is None, what
+
+
 # --- cuda-only-kernel ---------------------------------------------------------------------------------------
 
 
