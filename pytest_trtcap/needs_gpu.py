@@ -9,7 +9,8 @@ test's own code that needed it and the error. Nothing else is ever converted.
 The signatures, each matched on one exception of the chain:
 
 ``cuda-init``
-    torch finding no driver or device, raised inside torch (a test raising the same text is not matched): a
+    torch finding no driver or device, raised inside ``torch.cuda`` (a test raising the same text, itself or
+    through a general helper such as ``torch._check``, is not matched): a
     ``RuntimeError`` (``torch.AcceleratorError`` included) whose first line starts with one of
     ``CUDA_INIT_MESSAGES`` - lazy initialisation's "Found no NVIDIA driver on your system", "No CUDA GPUs are
     available", "CUDA driver initialization failed", and the CUDA runtime's "CUDA error: CUDA driver version is
@@ -119,8 +120,17 @@ def _raised_in(exc: BaseException, module: str, source: str) -> bool:
     return line == source
 
 
+#: Where torch sets CUDA up: its lazy initialisation, streams, events and device queries all raise from here.
+#: A message raised by a general helper (``torch._check``, ``torch.testing``) is the calling test's own text.
+CUDA_MODULE = "torch.cuda"
+
+
 def _is_cuda_init(exc: BaseException) -> bool:
-    if not _in_library(_innermost(exc.__traceback__)):
+    tb = _innermost(exc.__traceback__)
+    if tb is None:
+        return False
+    module = str(tb.tb_frame.f_globals.get("__name__") or "")
+    if module != CUDA_MODULE and not module.startswith(CUDA_MODULE + "."):
         return False
     if isinstance(exc, RuntimeError):
         return _first_line(exc).startswith(CUDA_INIT_MESSAGES)
