@@ -68,15 +68,15 @@ def test_nan_output_is_reported_as_such():
     actual[1, 2] = float("nan")
     lines = failure(actual, EAGER).splitlines()
     assert lines[:2] == ["trtcap: NaN output where eager is not NaN",
-                         "  output (shape (3, 4), torch.float32) has 1 NaN element(s) where eager has none"]
+                         "  output (shape (3, 4), torch.float32) has 1 NaN element(s) where eager is not NaN"]
 
 
 def test_inf_output_is_reported_as_such():
     actual = EAGER.clone()
     actual[0, 0] = float("inf")
     lines = failure(actual, EAGER).splitlines()
-    assert lines[:2] == ["trtcap: Inf output where eager is finite",
-                         "  output (shape (3, 4), torch.float32) has 1 Inf element(s) where eager is finite"]
+    assert lines[:2] == ["trtcap: Inf output where eager is not the same Inf",
+                         "  output (shape (3, 4), torch.float32) has 1 Inf element(s) where eager is not the same Inf"]
 
 
 def test_nan_where_eager_has_nan_too_follows_equal_nan():
@@ -119,3 +119,23 @@ def test_settings_targets_are_used_for_the_decision(targets):
 
     targets("8.9")
     assert "targets Turing on TensorRT-RTX = True" in failure(torch.zeros(3, 4), EAGER, settings=Settings())
+
+
+@pytest.mark.parametrize("actual, expected, heading, detail", [
+    ([float("nan"), 1.0, 2.0], [1.0, float("nan"), 2.0], "trtcap: NaN output where eager is not NaN",
+     "has 1 NaN element(s) where eager is not NaN"),
+    ([float("inf"), 1.0], [float("-inf"), 1.0], "trtcap: Inf output where eager is not the same Inf",
+     "has 1 Inf element(s) where eager is not the same Inf"),
+])
+def test_messages_stay_true_where_eager_has_nan_or_inf_elsewhere(actual, expected, heading, detail):
+    with pytest.raises(AssertionError) as excinfo:
+        assert_trt_close(torch.tensor(actual), torch.tensor(expected), equal_nan=True)
+    lines = str(excinfo.value).splitlines()
+    assert lines[0] == heading and detail in lines[1]
+
+
+def test_zeros_against_all_nan_eager_is_no_all_zero_finding():
+    """NaN is not a non-zero value eager produced: the comparison itself reports the mismatch."""
+    with pytest.raises(AssertionError) as excinfo:
+        assert_trt_close(torch.zeros(2), torch.full((2,), float("nan")))
+    assert "all-zero output" not in str(excinfo.value)
