@@ -17,8 +17,8 @@ TURING: Capability = (7, 5)
 #: Compute capabilities TensorRT-RTX builds engines for (``tensorrt_rtx.ComputeCapability``).
 RTX_SUPPORTED: Tuple[Capability, ...] = ((7, 5), (8, 0), (8, 6), (8, 9), (12, 0), (12, 1))
 
-_DOTTED = re.compile(r"^(\d{1,2})\.(\d)$")
-_COMPACT = re.compile(r"^(?:sm_?)?(\d{1,2})(\d)$", re.IGNORECASE)
+_DOTTED = re.compile(r"^(\d{1,2})\.(\d)$", re.ASCII)  # other scripts' digits are no capability
+_COMPACT = re.compile(r"^(?:sm_?)?(\d{1,2})(\d)$", re.IGNORECASE | re.ASCII)
 
 
 class UnsupportedTargetWarning(UserWarning):

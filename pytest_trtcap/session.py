@@ -124,7 +124,12 @@ class SessionPlugin:
     def pytest_fixture_post_finalizer(self, fixturedef: Any) -> None:
         """Its teardown has run: what the fixture left changed is its leak, restored now, reported in teardown."""
         isolation = self.state.isolation
-        end = isolation.fixture_finished(fixturedef) if isolation is not None else None
+        if isolation is None:
+            return
+        item = self.current
+        if fixturedef.scope == "function" and item is not None and not _isolated(item):
+            isolation.adopt_outside()  # an opted-out test's own fixture: its teardown's changes are kept too
+        end = isolation.fixture_finished(fixturedef)
         if end is not None and end.changes and self.current is not None:
             self.fixture_leaks.append((_fixture_subject(fixturedef, self.current.nodeid, end.setup_for),
                                        end.changes))
@@ -147,7 +152,9 @@ class SessionPlugin:
             item.stash[_HELD] = False
             self.held = None
             changes = self.state.get_isolation().release()
-        elif self.state.isolation is not None:  # opted out: its changes are kept and become the baseline
+        elif self.state.isolation is not None:
+            # opted out: what it changed is kept and becomes the baseline, before any fixture ending with it is
+            # checked (its own function-scoped fixtures keep adopting as they end, above)
             self.state.isolation.adopt_outside()
         if changes:
             item.user_properties.append((_LEAK_PROPERTY, "; ".join(changes)))

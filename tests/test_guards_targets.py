@@ -459,3 +459,10 @@ def test_int_pair_is_the_one_check_for_pairs(value, maxima, expected):
     from trtcap_guards.capabilities import int_pair
 
     assert int_pair(value, maxima) == expected
+
+
+@pytest.mark.parametrize("text", ["\u0667.\u0665", "\u0667\u0665", "sm_\u0667\u0665", "\uff17.\uff15"])
+def test_only_ascii_digits_make_a_capability(text):
+    """Other scripts' digits (Arabic-Indic, full-width) are not read as 7.5: a bad value, named."""
+    with pytest.raises(ValueError, match="TRTCAP_TARGET_SM"):
+        guards.parse_targets(text, "TRTCAP_TARGET_SM")
