@@ -200,7 +200,7 @@ def timed_run(cmd: List[str], cwd: str, env: Dict[str, str]) -> Tuple[float, flo
 
 def interleaved(commands: Dict[str, List[str]], runs: int, cwd: str, env: Dict[str, str],
                 warmup: int = 1) -> Tuple[Dict[str, List[float]], Dict[str, List[float]]]:
-    """Run each command ``runs`` times, alternating them and the order within each round (ABBA...).
+    """Run each command ``runs`` times, rotating the order within each round (AB BA for two; abc bca cab ...).
 
     Returns (wall seconds, CPU seconds) per command.
     """
@@ -211,8 +211,8 @@ def interleaved(commands: Dict[str, List[str]], runs: int, cwd: str, env: Dict[s
     wall: Dict[str, List[float]] = {name: [] for name in names}
     cpu: Dict[str, List[float]] = {name: [] for name in names}
     for i in range(runs):
-        order = names if i % 2 == 0 else names[::-1]
-        for name in order:
+        shift = i % len(names)
+        for name in names[shift:] + names[:shift]:
             w, c = timed_run(commands[name], cwd, env)
             wall[name].append(w)
             cpu[name].append(c)

@@ -16,11 +16,11 @@ import argparse
 import os
 import sys
 import tempfile
-from typing import Dict, List, Tuple
+from typing import List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import Result, banner, clean_env, median, paired_median, spread, timed_run
+from _common import Result, banner, clean_env, interleaved, median, paired_median, spread
 
 TARGET = 1.02
 
@@ -34,24 +34,6 @@ def pytest_sessionfinish(session):
     with open(os.environ["TRTCAP_BENCH_PROBE"], "a", encoding="utf-8") as f:
         f.write("needs_gpu=%s needs_gpu_skips=%d\\n" % (mode, len(getattr(plugin, "needs_gpu", {}))))
 '''
-
-
-def _rounds(commands: Dict[str, List[str]], runs: int, cwd: str, env: Dict[str, str],
-            warmup: int) -> Tuple[Dict[str, List[float]], Dict[str, List[float]]]:
-    """(wall, CPU) seconds per command; within each round the order rotates (abc, bca, cab, ...)."""
-    names = list(commands)
-    for _ in range(warmup):
-        for name in names:
-            timed_run(commands[name], cwd, env)
-    wall: Dict[str, List[float]] = {name: [] for name in names}
-    cpu: Dict[str, List[float]] = {name: [] for name in names}
-    for i in range(runs):
-        shift = i % len(names)
-        for name in names[shift:] + names[:shift]:
-            w, c = timed_run(commands[name], cwd, env)
-            wall[name].append(w)
-            cpu[name].append(c)
-    return wall, cpu
 
 
 def suite(n_tests: int, runs: int, quick: bool) -> List[Result]:
@@ -70,7 +52,7 @@ def suite(n_tests: int, runs: int, quick: bool) -> List[Result]:
         base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_passing.py"]
         commands = {"skip": base + ["--trtcap-needs-gpu", "skip"], "fail": base + ["--trtcap-needs-gpu", "fail"],
                     "fail (A/A)": base + ["--trtcap-needs-gpu", "fail"]}
-        wall, cpu = _rounds(commands, runs, workdir, env, warmup=0 if quick else 1)
+        wall, cpu = interleaved(commands, runs, workdir, env, warmup=0 if quick else 1)
         with open(probe, encoding="utf-8") as f:
             probes = sorted(set(f.read().splitlines()))
     on, off, control = (median(wall[name]) for name in ("skip", "fail", "fail (A/A)"))
