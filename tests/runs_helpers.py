@@ -10,6 +10,16 @@ import pytest
 
 BEFORE, AFTER = "8.9", "7.5"  # compare runs 8.9 -> 7.5: what moving a suite onto Turing changes
 
+#: A JUnit file pytest would write for three tests: one passed, one failed, one xfailed (read by compare).
+GOOD_XML = (
+    '<?xml version="1.0" encoding="utf-8"?>'
+    '<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="3">'
+    '<testcase classname="t" name="a"/>'
+    '<testcase classname="t" name="b"><failure message="ValueError: 0x1f">tb</failure></testcase>'
+    '<testcase classname="t" name="c"><skipped type="pytest.xfail" message="known"/></testcase>'
+    '</testsuite></testsuites>'
+)
+
 TRANSITIONS_SUITE = textwrap.dedent(
     """
     import pytest

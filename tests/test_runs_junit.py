@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from runs_helpers import GOOD_XML
 
 from pytest_trtcap.runs.inputs import RecordError
 from pytest_trtcap.runs.junit import junit_key, junit_status
 from pytest_trtcap.runs.load import load_record
 
-GOOD_XML = (
-    '<?xml version="1.0" encoding="utf-8"?>'
-    '<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="3">'
-    '<testcase classname="t" name="a"/>'
-    '<testcase classname="t" name="b"><failure message="ValueError: 0x1f">tb</failure></testcase>'
-    '<testcase classname="t" name="c"><skipped type="pytest.xfail" message="known"/></testcase>'
-    '</testsuite></testsuites>'
-)
 NON_ASCII_XML = (
     '<testsuites><testsuite name="pytest" tests="2">'
     '<testcase classname="t" name="test_é"><failure message="ValueError: caf\u00e9 \u00fc">tb</failure></testcase>'

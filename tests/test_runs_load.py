@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from runs_helpers import GOOD_XML
 
 from pytest_trtcap.runs.inputs import RecordError
 from pytest_trtcap.runs.load import load_record
@@ -28,14 +29,6 @@ def _write(tmp_path, name, content):
 
 GOOD_JSON = json.dumps(
     _record({"t.py::a": {"outcome": "passed"}, "t.py::b": {"outcome": "failed", "signature": "E: x"}})
-)
-GOOD_XML = (
-    '<?xml version="1.0" encoding="utf-8"?>'
-    '<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="3">'
-    '<testcase classname="t" name="a"/>'
-    '<testcase classname="t" name="b"><failure message="ValueError: 0x1f">tb</failure></testcase>'
-    '<testcase classname="t" name="c"><skipped type="pytest.xfail" message="known"/></testcase>'
-    '</testsuite></testsuites>'
 )
 
 
