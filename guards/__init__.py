@@ -25,8 +25,8 @@ _EXPORTS: Dict[str, tuple] = {
         "BuilderTargets", "apply_builder_targets", "builder_targets", "builder_targets_enabled",
         "builder_targets_installed", "enable_builder_targets", "plan_builder_targets",
         "upstream_sets_builder_targets")},
-    **{name: ("gpuless", name) for name in (
-        "answer_device_queries", "import_torch_tensorrt", "install_import_hook", "remove_import_hook")},
+    **{name: ("gpuless", name) for name in ("answer_device_queries", "import_torch_tensorrt")},
+    **{name: ("import_hook", name) for name in ("install_import_hook", "remove_import_hook")},
     "gpu_less_import_status": ("gpuless", "status"),
     **{name: ("registry", name) for name in (
         "fired", "install", "installed", "is_installed", "neutralize", "neutralized", "parse_target_name", "uninstall",
@@ -45,8 +45,8 @@ _EXPORTS: Dict[str, tuple] = {
         "cdist_forward_capability_validator", "convolution_capability_validator", "gemm_capability_validator",
         "rejecting_rule")},
 }
-_SUBMODULES = ("builder", "capabilities", "distributions", "environment", "gpuless", "registry", "review",
-               "review_2_14", "rules", "state", "targets", "validators")
+_SUBMODULES = ("builder", "capabilities", "distributions", "environment", "first_use", "gpuless", "import_hook",
+               "node_checks", "registry", "review", "review_2_14", "rules", "state", "targets", "validators")
 
 
 def __getattr__(name: str) -> Any:

@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional, Tuple
 
+from . import first_use
 from .targets import RTX_SUPPORTED, Capability, CapabilityDecision, capability_decision, format_targets
 
 INTERPRETER_MODULE = "torch_tensorrt.dynamo.conversion._TRTInterpreter"
@@ -117,6 +118,7 @@ def enable_builder_targets(on: bool, *, origin: str = "declared") -> _SwitchUndo
     global _switch
     if not isinstance(on, bool):
         raise ValueError(f"enable_builder_targets: expected True or False, got {on!r}")
+    first_use.changing()
     previous, _switch = _switch, BuilderSwitch(on, origin)
     return _SwitchUndo(previous)
 

@@ -9,11 +9,8 @@ import re
 import warnings
 from typing import Any, Iterable, Optional, Sequence, Tuple
 
-from .environment import BACKENDS, ENV_BACKEND, ENV_TARGETS
+from .environment import BACKENDS, ENV_BACKEND, ENV_TARGETS, TURING, Capability, format_capability  # noqa: F401 - TURING re-exported
 
-Capability = Tuple[int, int]
-
-TURING: Capability = (7, 5)
 #: Compute capabilities TensorRT-RTX builds engines for (``tensorrt_rtx.ComputeCapability``).
 RTX_SUPPORTED: Tuple[Capability, ...] = ((7, 5), (8, 0), (8, 6), (8, 9), (12, 0), (12, 1))
 
@@ -23,10 +20,6 @@ _COMPACT = re.compile(r"^(?:sm_?)?(\d{1,2})(\d)$", re.IGNORECASE | re.ASCII)
 
 class UnsupportedTargetWarning(UserWarning):
     """A declared capability that TensorRT-RTX does not build engines for."""
-
-
-def format_capability(cap: Capability) -> str:
-    return f"{cap[0]}.{cap[1]}"
 
 
 def format_targets(targets: Sequence[Capability]) -> str:

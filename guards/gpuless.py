@@ -8,20 +8,12 @@ can say so. Decisions never read these answers: the host fallback checks ``torch
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import sys
 from types import ModuleType
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Optional
 
-Capability = Tuple[int, int]  # as in .targets, which loads with the first answer, not with the import hook
-
-
-def _format(cap: Capability) -> str:
-    from .targets import format_capability
-
-    return format_capability(cap)
-
+from .environment import Capability
+from .environment import format_capability as _format
 
 #: Answered when nothing is declared: a TensorRT-RTX capability that no import-time check singles out.
 DEFAULT_ANSWER: Capability = (8, 9)
@@ -30,7 +22,7 @@ DEFAULT_ANSWER: Capability = (8, 9)
 class GpuLessStatus:
     """Whether the import-time device queries were answered, with what, and why (not); one per process.
 
-    A plain class, not a dataclass: this module loads in every pytest run (the plugin arms the import hook).
+    A plain class, not a dataclass: the plugin's header reads it in every pytest run that shows one.
     """
 
     __slots__ = ("applied", "capability", "detail", "at_import")
@@ -115,60 +107,3 @@ def import_torch_tensorrt(capability: Optional[Capability] = None) -> ModuleType
     import torch_tensorrt
 
     return torch_tensorrt
-
-
-class _Loader(importlib.abc.Loader):
-    def __init__(self, inner: Any, before: Callable[[], Any], after: List[Callable[[ModuleType], Any]]) -> None:
-        self.inner, self.before, self.after = inner, before, after
-
-    def create_module(self, spec: Any) -> Any:
-        return self.inner.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        remove_import_hook()  # the real import is happening: step aside (a find_spec alone must not)
-        self.before()
-        self.inner.exec_module(module)
-        for callback in self.after:
-            callback(module)
-
-
-class _ImportHook(importlib.abc.MetaPathFinder):
-    """Arranges the device answers at the moment ``torch_tensorrt`` is first imported, then steps aside."""
-
-    def __init__(self, answer: bool, after: List[Callable[[ModuleType], Any]],
-                 capability: Optional[Capability]) -> None:
-        self.answer, self.after, self.capability = answer, after, capability
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:  # noqa: ARG002 - MetaPathFinder's signature
-        if fullname != "torch_tensorrt":
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None:
-            return None
-        capability = self.capability
-        before = (lambda: answer_device_queries(capability)) if self.answer else (lambda: None)
-        spec.loader = _Loader(spec.loader, before, self.after)
-        return spec
-
-
-def install_import_hook(
-    answer: bool = True,
-    after: Optional[List[Callable[[ModuleType], Any]]] = None,
-    capability: Optional[Capability] = None,
-) -> bool:
-    """Run ``answer_device_queries(capability)`` (if ``answer``), then ``after`` callbacks, when torch_tensorrt is
-    imported.
-
-    Imports nothing now. Returns False (and does nothing) if torch_tensorrt is already imported.
-    """
-    if "torch_tensorrt" in sys.modules:
-        return False
-    remove_import_hook()
-    if not answer:
-        _status.detail = "off"
-    sys.meta_path.insert(0, _ImportHook(answer, list(after or ()), capability))
-    return True
-
-
-def remove_import_hook() -> None:
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _ImportHook)]

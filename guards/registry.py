@@ -15,6 +15,7 @@ from collections import Counter
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Tuple
 
+from . import first_use
 from .builder import install_builder_targets, uninstall_builder_targets
 from .rules import ALL_TARGETS, RULES, Rule, explicit_targets, rules_for, target_name_of
 from .validators import rejecting_rule
@@ -190,6 +191,7 @@ class neutralize:
                 raise ValueError(f"neutralize: {self.target!r} is not a registered converter target")
 
     def __enter__(self) -> str:
+        first_use.changing()
         _neutralized[self.target] += 1
         return self.target
 

@@ -1,154 +1,35 @@
 """The one table of what each target capability cannot serve on TensorRT-RTX.
 
 Validators, their target lists, the pytest markers and the README table are all generated from
-``RULES``: a new rule is one entry. Node checks read dtypes and shapes from ``meta["val"]`` and are
-total: whatever node they are handed, they answer and never raise.
+``RULES``: a new rule is one entry. Each rule names its node check in ``node_checks`` (or holds a callable of
+its own); the checks load at the first node a rule is asked about, not with the table, which the plugin reads
+in every pytest run to register its markers.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator, NamedTuple, Optional, Sequence, Tuple
+import importlib
+from typing import TYPE_CHECKING, Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
-from .capabilities import TURING, Capability
+from .environment import TURING, Capability
 
-#: Operand positions as (positional index, keyword name).
-Operands = Tuple[Tuple[int, str], ...]
+if TYPE_CHECKING:
+    from .node_checks import Operands
 
 ALL_TARGETS = "*"
 
-_dtypes: Dict[str, Any] = {}
+#: Node check name -> the function, filled at first use.
+_checks: Dict[str, Callable[[Any, Any], bool]] = {}
 
 
-def _dtype(name: str) -> Any:
-    if not _dtypes:
-        import torch
-
-        _dtypes.update(float32=torch.float32, bfloat16=torch.bfloat16)
-    return _dtypes[name]
-
-
-def _val(obj: Any) -> Any:
-    """The example value of an fx node (FakeTensor/tensor), or the object itself if it is a tensor."""
-    meta = getattr(obj, "meta", None)
-    if isinstance(meta, dict):
-        val = meta.get("val")
-        if val is None:
-            val = meta.get("tensor_meta")
-        return val
-    return obj if hasattr(obj, "dtype") and hasattr(obj, "shape") else None
-
-
-def _dtype_of(obj: Any) -> Any:
-    return getattr(_val(obj), "dtype", None)
-
-
-def _shape_of(obj: Any) -> Optional[Tuple[Any, ...]]:
-    shape = getattr(_val(obj), "shape", None)
-    try:
-        return tuple(shape) if shape is not None else None
-    except TypeError:
-        return None
-
-
-def _arg(node: Any, index: int, name: str, default: Any = None) -> Any:
-    args = getattr(node, "args", None)
-    if isinstance(args, (tuple, list)) and len(args) > index:
-        return args[index]
-    kwargs = getattr(node, "kwargs", None)
-    if isinstance(kwargs, dict):
-        return kwargs.get(name, default)
-    return default
-
-
-def _operands(node: Any, operands: Operands) -> Iterator[Any]:
-    for index, name in operands:
-        yield _arg(node, index, name)
-
-
-# --- node checks: True means "the target cannot serve this node" ---------------------------------
-
-
-def fp32_operand(node: Any, operands: Operands) -> bool:
-    """Any of the listed operands is FP32."""
-    fp32 = _dtype("float32")
-    # a plain loop, not any() over a generator (SIM110): this runs for every GEMM node on Turing
-    for index, name in operands:  # noqa: SIM110
-        if _dtype_of(_arg(node, index, name)) == fp32:
-            return True
-    return False
-
-
-def cdist_emits_matmul(node: Any, operands: Operands) -> bool:
-    """The cdist converter's matrix-multiply branch: p == 2 and (mode 1, or mode 0/None with > 25 rows).
-
-    Unknown (symbolic) row counts count as "may exceed 25": the safe side on Turing.
-    """
-    p = _arg(node, 2, "p")
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or p != 2:
-        return False
-    mode = _arg(node, 3, "compute_mode")
-    if mode is not None and (isinstance(mode, bool) or not isinstance(mode, int)):
-        return False
-    if mode == 1:
-        return True
-    if mode not in (0, None):
-        return False
-    for arg in _operands(node, operands):
-        shape = _shape_of(arg)
-        if shape is None or len(shape) < 2:
-            continue
-        rows = shape[-2]
-        if not isinstance(rows, int) or rows > 25:
-            return True
-    return False
-
-
-def forward_conv3d(node: Any, operands: Operands) -> bool:
-    """A forward (not transposed) convolution whose input (the first listed operand) is 5-D.
-
-    Only ``aten.convolution`` has a ``transposed`` flag (position 6); ``tensorrt.conv_asym_pad``'s position 6 is
-    its dilation list, never ``True``, and that op is always a forward convolution.
-    """
-    if _arg(node, 6, "transposed", False) is True:
-        return False
-    index, name = operands[0] if operands else (0, "input")
-    shape = _shape_of(_arg(node, index, name))
-    return shape is not None and len(shape) == 5
-
-
-# ARG001 is wrong here: Rule.check calls every check as check(node, operands); this one reads all of the node.
-def bf16_anywhere(node: Any, operands: Operands) -> bool:  # noqa: ARG001
-    """A bfloat16 tensor among the node's inputs or outputs."""
-    bf16 = _dtype("bfloat16")
-    meta = getattr(node, "meta", None)
-    outputs = meta.get("val") if isinstance(meta, dict) else None
-    args = getattr(node, "args", None)
-    kwargs = getattr(node, "kwargs", None)
-    inputs = (
-        args if isinstance(args, (tuple, list)) else (),
-        kwargs if isinstance(kwargs, dict) else {},
-    )
-    return _leaf_has_dtype(outputs, bf16) or _leaf_has_dtype(inputs, bf16)
-
-
-def _leaf_has_dtype(values: Any, dtype: Any, depth: int = 0) -> bool:
-    """Whether a leaf of ``values`` (tuples, lists and dict values, four levels deep) has ``dtype``.
-
-    Plain loops, no generator per level: this runs for every node on Turing targets.
-    """
-    if depth < 4:
-        if isinstance(values, (tuple, list)):
-            for v in values:  # noqa: SIM110 - no generator per level, as the docstring says
-                if _leaf_has_dtype(v, dtype, depth + 1):
-                    return True
-            return False
-        if isinstance(values, dict):
-            for v in values.values():  # noqa: SIM110 - no generator per level, as the docstring says
-                if _leaf_has_dtype(v, dtype, depth + 1):
-                    return True
-            return False
-    return bool(_dtype_of(values) == dtype)
-
+def node_check(check: Union[str, Callable[[Any, Any], bool]]) -> Callable[[Any, Any], bool]:
+    """The function a rule's ``check`` names: a function of ``trtcap_guards.node_checks``, or the callable itself."""
+    if callable(check):
+        return check
+    found = _checks.get(check)
+    if found is None:
+        found = _checks[check] = getattr(importlib.import_module(".node_checks", __package__), check)
+    return found
 
 # --- the table ---------------------------------------------------------------------------------
 
@@ -162,7 +43,7 @@ class Rule(NamedTuple):
     capability: Capability
     cannot_serve: str  # "FP32 GEMM": the phrase skip reasons and docs use
     targets: Dict[str, Operands]  # op name -> operands the check reads; {ALL_TARGETS: ()} = every op
-    check: Callable[[Any, Operands], bool]
+    check: Union[str, Callable[[Any, Operands], bool]]  # a function name in node_checks, or a callable
     validator: str  # name of the generated validator in guards.validators
     marker: str  # the pytest marker that skips tests needing what this rule forbids
     why: str  # support-matrix wording
@@ -179,7 +60,7 @@ class Rule(NamedTuple):
             name = target_name if target_name is not None else target_name_of(getattr(node, "target", None))
             if not self.applies_to(name):
                 return False
-            return bool(self.check(node, self.operands_for(name)))
+            return bool(node_check(self.check)(node, self.operands_for(name)))
         except Exception:
             return True  # an unreadable node is kept off the restricted capability
 
@@ -209,7 +90,7 @@ RULES: Tuple[Rule, ...] = (
         capability=TURING,
         cannot_serve="FP32 GEMM",
         targets=GEMM_TARGETS,
-        check=fp32_operand,
+        check="fp32_operand",
         validator="gemm_capability_validator",
         marker="trt_fp32_gemm",
         why="FP32 GEMMs are not supported on Turing; static shapes give a null execution context, "
@@ -220,7 +101,7 @@ RULES: Tuple[Rule, ...] = (
         capability=TURING,
         cannot_serve="FP32 GEMM",
         targets=ATTENTION_TARGETS,
-        check=fp32_operand,
+        check="fp32_operand",
         validator="attention_capability_validator",
         marker="trt_fp32_gemm",
         why="fused attention runs FP32 matmuls, which are not supported on Turing",
@@ -230,7 +111,7 @@ RULES: Tuple[Rule, ...] = (
         capability=TURING,
         cannot_serve="the cdist matrix multiply",
         targets={"aten._cdist_forward.default": ((0, "x1"), (1, "x2"))},
-        check=cdist_emits_matmul,
+        check="cdist_emits_matmul",
         validator="cdist_forward_capability_validator",
         marker="trt_cdist_matmul",
         why="the p=2 matrix-multiply branch of cdist fails on Turing in FP16 and FP32 alike",
@@ -241,7 +122,7 @@ RULES: Tuple[Rule, ...] = (
         cannot_serve="3D convolution",
         # tensorrt.conv_asym_pad: what 2.14's post-lowering pass fuse_pad_into_convolution makes of pad -> conv
         targets={"aten.convolution.default": ((0, "input"),), "tensorrt.conv_asym_pad.default": ((0, "x"),)},
-        check=forward_conv3d,
+        check="forward_conv3d",
         validator="convolution_capability_validator",
         marker="trt_conv3d",
         why="3D (5-D input) forward convolution is not supported on Turing (null execution context)",
@@ -251,7 +132,7 @@ RULES: Tuple[Rule, ...] = (
         capability=TURING,
         cannot_serve="BF16",
         targets={ALL_TARGETS: ()},
-        check=bf16_anywhere,
+        check="bf16_anywhere",
         validator="bf16_capability_validator",
         marker="trt_bf16",
         why="Turing has no BF16 hardware; BF16 layers crash the build",

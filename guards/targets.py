@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Tuple, Union
 
+from . import first_use
 from .capabilities import (  # noqa: F401  (re-exported: trtcap_guards.targets.parse_targets and the rest)
     RTX_SUPPORTED,
     TURING,
@@ -77,6 +78,7 @@ def declare_targets(
     ``None`` clears the declaration. ``origin`` is what reports print as the value's source. A capability
     TensorRT-RTX does not build for is an ``UnsupportedTargetWarning`` (``warn=False``: the caller already said so).
     """
+    first_use.changing()
     previous = (_declared.targets, _declared.targets_origin)
     caps = None if targets is None else coerce_targets(targets, origin, warn=warn)
     _declared.targets, _declared.targets_origin = caps, origin
@@ -90,6 +92,7 @@ def clear_declared_targets() -> None:
 
 def declare_backend(backend: Optional[str], *, origin: str = "declared") -> Declaration:
     """Declare the backend (``rtx``, ``standard`` or ``auto``), outranking ``TRTCAP_BACKEND``."""
+    first_use.changing()
     previous = (_declared.backend, _declared.backend_origin)
     value = None if backend is None else parse_backend(backend, origin)
     _declared.backend, _declared.backend_origin = value, origin

@@ -5,12 +5,27 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import trtcap_guards as guards
+from trtcap_guards.environment import format_capability
 
 if TYPE_CHECKING:  # the rules and the predicate load when a marker is first registered or read, not with the plugin
     from trtcap_guards.rules import Rule
 
 SKIP_PREFIX = "trtcap: "
 NO_ISOLATION = "trtcap_no_isolation"
+
+
+def marker_names() -> Tuple[str, ...]:
+    """Every marker of the plugin: the capability markers, then ``trtcap_no_isolation``."""
+    return (*capability_markers(), NO_ISOLATION)
+
+
+def uses_markers(items: Any, names: Tuple[str, ...]) -> bool:
+    """Whether any of ``items`` carries one of ``names`` (on itself, its class or its module)."""
+    for item in items:
+        keywords = getattr(item, "keywords", None)
+        if keywords is not None and any(name in keywords for name in names):
+            return True
+    return False
 
 
 def capability_markers() -> Dict[str, Tuple[Rule, ...]]:
@@ -22,7 +37,7 @@ def marker_lines() -> List[str]:
     """ini ``markers`` lines: name, signature and help, generated from the table."""
     lines = []
     for name, rules in capability_markers().items():
-        caps = ", ".join(sorted({f"SM {guards.capabilities.format_capability(r.capability)}" for r in rules}))
+        caps = ", ".join(sorted({f"SM {format_capability(r.capability)}" for r in rules}))
         what = rules[0].cannot_serve
         ops = sorted({t for r in rules for t in r.targets})
         lines.append(
@@ -39,7 +54,7 @@ def skip_reason(marker: str, decision: Any) -> Optional[str]:
         if decision.targets_capability(rule.capability):
             return (
                 f"{SKIP_PREFIX}TensorRT-RTX cannot serve {rule.cannot_serve} on SM "
-                f"{guards.capabilities.format_capability(rule.capability)} ({decision.describe()})"
+                f"{format_capability(rule.capability)} ({decision.describe()})"
             )
     return None
 
@@ -47,7 +62,7 @@ def skip_reason(marker: str, decision: Any) -> Optional[str]:
 def bad_marker_usage(item: Any) -> List[str]:
     """Problems with the capability markers on ``item`` (they take no arguments)."""
     problems = []
-    for name in (*capability_markers(), NO_ISOLATION):
+    for name in marker_names():
         for mark in item.iter_markers(name):
             if mark.args or mark.kwargs:
                 given = ", ".join([repr(a) for a in mark.args] + [f"{k}={v!r}" for k, v in mark.kwargs.items()])

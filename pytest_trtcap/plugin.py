@@ -1,23 +1,22 @@
 """pytest-trtcap: the pytest plugin (entry point ``trtcap``; disable with ``-p no:trtcap``).
 
-Registration and configuration only: hook specifications, options, the settings' declarations for the session,
-the torch_tensorrt import hook, and the per-session plugin (``session``) and fixtures (``fixtures``), registered
-in ``pytest_configure``. Loads in every pytest run of an environment, so it imports neither torch,
-torch_tensorrt nor tensorrt: fixtures import torch when a test asks for them, and torch_tensorrt is only ever
-imported by the suite.
+Registration and configuration only: hook specifications, options, markers, the settings' declarations for the
+session, the torch_tensorrt import hook, and the fixtures. Loads in every pytest run of an environment, so it
+imports neither torch, torch_tensorrt nor tensorrt, and a session that never uses the plugin stays dormant: the
+per-session hooks (``session``) are registered by ``TrtcapState.activate`` when it first does.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Generator
+from typing import Any, Generator, List, Optional
 
 import pytest
 
-import trtcap_guards as guards
+from trtcap_guards import first_use, import_hook
 
-from . import hooks, markers
-from . import settings as settings_mod
+from . import hooks, markers, options
+from .options import SPECS, Settings
 from .state import STATE, TrtcapState
 
 # --- registration -----------------------------------------------------------------------------------
@@ -41,53 +40,43 @@ def _one_registration(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    settings_mod.add_options(parser)
+    options.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for line in markers.marker_lines():
         config.addinivalue_line("markers", line)
-    resolved = settings_mod.resolve(config)
-    state = TrtcapState(config, resolved)
+    given = options.anything_given(config)
+    if given or config.hook.pytest_trtcap_target_capabilities.get_hookimpls():
+        from . import settings
+
+        resolved = settings.resolve(config)  # a usage error for a bad value, before anything is changed
+    else:
+        resolved = Settings()
+    state = TrtcapState(config, resolved, given)
     config.stash[STATE] = state
     from . import fixtures
-    from .session import SessionPlugin
 
-    config.pluginmanager.register(SessionPlugin(state), "trtcap-session")
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, "trtcap-fixtures")
-    _declare(state)
-    state.exit.callback(guards.remove_import_hook)
+    if given or resolved.target_sm.source != "default":
+        from . import settings
+
+        settings.declare(state)
+    state.exit.callback(import_hook.remove_import_hook)
     target = resolved.target_sm
     if "torch_tensorrt" in sys.modules:
         if target.value:  # imported by a conftest before the hook could name the targets: answer them from now on
-            guards.gpuless.follow_targets(target.value[0])
+            from trtcap_guards import gpuless
+
+            gpuless.follow_targets(target.value[0])
         state.torch_tensorrt_imported()
     else:
         _arm_import_hook(config, resolved.gpu_less_import.value == "auto", target.value[0] if target.value else None)
-
-
-def _declare(state: TrtcapState) -> None:
-    """Declare what the settings name (targets, backend, neutralized guards, builder targets, the audit) for the
-    session; undone at unconfigure. A value from the guards' own environment variable is theirs already."""
-    resolved, exit = state.settings, state.exit
-    target = resolved.target_sm
-    if target.value is not None and target.source != guards.ENV_TARGETS:
-        exit.callback(guards.declare_targets(target.value, origin=target.source, warn=False).undo)
-    if resolved.backend.source not in ("default", guards.ENV_BACKEND):
-        exit.callback(guards.declare_backend(resolved.backend.value, origin=resolved.backend.source).undo)
-    if resolved.neutralize.value:
-        from . import neutralize_targets
-
-        neutralize_targets.enter(exit, resolved.neutralize.value, resolved.neutralize.source)
-    if resolved.builder_targets.source != "default":
-        exit.callback(guards.enable_builder_targets(resolved.builder_targets.value,
-                                                    origin=resolved.builder_targets.source).undo)
-    if resolved.audit.value:
-        from . import audit_session
-
-        state.audit = audit_session.start(state.config, resolved.strict.value)
-        exit.callback(state.audit.deactivate)
+    if state.in_use():
+        state.activate()
+    else:
+        state.exit.callback(first_use.on_first_change(state.activate))
 
 
 def _arm_import_hook(config: pytest.Config, answer: bool, capability: Any) -> None:
@@ -97,19 +86,29 @@ def _arm_import_hook(config: pytest.Config, answer: bool, capability: Any) -> No
         state = config.stash.get(STATE, None)
         if state is not None:  # imported by a conftest before configure: configure installs the guards
             state.torch_tensorrt_imported()
+            state.activate()
             state.get_isolation().adopt_new()  # the baseline starts here, even inside a test body
 
-    guards.install_import_hook(answer=answer, after=[after_import], capability=capability)
+    import_hook.install_import_hook(answer=answer, after=[after_import], capability=capability)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """Arm the import hook before conftests load: they may ``import torch_tensorrt`` at module level."""
-    mode = settings_mod.resolve_early(early_config, "gpu_less_import")
-    targets = settings_mod.resolve_early(early_config, "target_sm").value
-    _arm_import_hook(early_config, mode.value == "auto", targets[0] if targets else None)
+    mode, target = _early(early_config, "gpu_less_import"), _early(early_config, "target_sm")
+    _arm_import_hook(early_config, mode == "auto", target[0] if target else None)
     # pytest_unconfigure does nothing when pytest_configure failed (a usage error): disarm here as well.
-    early_config.add_cleanup(guards.remove_import_hook)
+    early_config.add_cleanup(import_hook.remove_import_hook)
+
+
+def _early(config: pytest.Config, dest: str) -> Any:
+    """One setting's value while conftests load; the settings module loads only where a value was given."""
+    spec = next(s for s in SPECS if s.dest == dest)
+    if not options.given(config, spec, early=True):
+        return spec.default
+    from . import settings
+
+    return settings.resolve_early(config, dest).value
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -117,15 +116,51 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state is None:
         return
     if state.guards_installed_by_us:
-        guards.uninstall()
+        from trtcap_guards import registry
+
+        registry.uninstall()
     state.exit.close()
+
+
+# --- dormant until used ------------------------------------------------------------------------------
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    state = session.config.stash.get(STATE, None)
+    if state is not None:
+        state.pytest_session = session
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, Any]:
-    """Marker arguments checked (and GPU-less collection errors converted) on each collector's report."""
+    """Collected tests that carry our markers put the session to use; the markers' arguments are checked (and
+    GPU-less collection errors converted, under ``--trtcap-needs-gpu skip``) on each collector's report."""
     report = yield
-    from .session import check_collect_report
+    state = collector.config.stash.get(STATE, None)
+    if state is None:
+        return report
+    uses = report.outcome == "passed" and bool(report.result) and markers.uses_markers(
+        report.result, markers.marker_names())
+    if uses or state.settings.needs_gpu.value == "skip":
+        state.activate()
+        from .session import check_collect_report
 
-    check_collect_report(report, collector, collector.config.stash.get(STATE, None))
+        check_collect_report(report, collector, state)
     return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Conftests found during collection may implement our hooks, and test modules may have imported the guards."""
+    state = session.config.stash.get(STATE, None)
+    if state is not None and state.session is None and state.in_use():
+        state.activate()
+
+
+def pytest_report_header(config: pytest.Config) -> Optional[List[str]]:
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return None
+    from .report_lines import header_lines
+
+    return header_lines(state, verbose=config.get_verbosity() > 0)

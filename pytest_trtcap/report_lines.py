@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, List, Optional
 import trtcap_guards as guards
 
 if TYPE_CHECKING:
+    from .options import Setting
     from .session import SessionPlugin
-    from .settings import Setting
     from .state import TrtcapState
 
 

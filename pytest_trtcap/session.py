@@ -1,8 +1,9 @@
 """The per-session hooks: capability skips, the isolation drive around each test and fixture, needs-a-GPU
-conversions, xdist totals, and the report's header and summary (whose text lives in ``report_lines``).
+conversions, xdist totals, and the report's summary (whose text lives in ``report_lines``).
 
-One ``SessionPlugin`` is registered by ``pytest_configure`` for each config, so nested (pytester) sessions keep
-their own state.
+One ``SessionPlugin`` is registered for each config when the session starts using the plugin
+(``TrtcapState.activate``), so nested (pytester) sessions keep their own state, and sessions that never use it
+load none of this.
 """
 
 from __future__ import annotations
@@ -92,6 +93,17 @@ class SessionPlugin:
         self.current: Optional[pytest.Item] = None  # the test being set up, run or torn down
         self.fixture_leaks: List[Any] = []  # (subject, changes) found in fixture teardowns, reported in teardown
         self.fired_before = _fired()  # guards fired in this process before the session
+
+    def join(self, item: pytest.Item, when: str) -> None:
+        """Registered while ``item`` runs (the session had been dormant). In its body, hold now: nothing held was
+        loaded or changed before this moment, so this is the state the test started from. In its setup or
+        teardown, a fixture may be half-way through changes nobody framed: the test is not held, and what it
+        leaves is adopted, as for a ``trtcap_no_isolation`` test."""
+        self.current = item
+        if when == "call" and _isolated(item):
+            self.state.get_isolation().hold()
+            item.stash[_HELD] = True
+            self.held = item
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -268,11 +280,6 @@ class SessionPlugin:
         out = getattr(node, "workeroutput", {}).get("trtcap")
         if out:
             self.state.worker_status.append(out)
-
-    def pytest_report_header(self, config: pytest.Config) -> List[str]:
-        from .report_lines import header_lines
-
-        return header_lines(self.state, verbose=config.get_verbosity() > 0)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if getattr(config, "workerinput", None) is None and exitstatus != pytest.ExitCode.USAGE_ERROR:

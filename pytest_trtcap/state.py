@@ -1,11 +1,19 @@
-"""What the plugin holds for one pytest session (one ``Config``), reached through ``config.stash``.
+"""What the plugin holds for one pytest session (one ``Config``), reached through ``config.stash``, and when the
+session starts using it.
 
 Kept apart from the hooks so that registration, the per-session hooks and the report all read one object,
 and nested (pytester) sessions each keep their own.
+
+The plugin loads in every pytest run of an environment, and most of those runs never touch Torch-TensorRT. So a
+session stays *dormant* (no per-test hooks, no isolation, nothing more imported) until it is used: a setting is
+given or a hook of ours implemented, the suite imports torch_tensorrt or changes the guards' state, a collected
+test carries one of our markers, or xdist runs the session. ``activate`` is that moment, wherever it falls.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
@@ -17,24 +25,78 @@ import trtcap_guards as guards
 # loading the plugin is paid by every pytest run in the environment, collect-only and unrelated suites included.
 if TYPE_CHECKING:
     from . import isolation
-    from .settings import Settings
+    from .options import Settings
+    from .session import SessionPlugin
 
 STATE = pytest.StashKey["TrtcapState"]()
+
+#: The guard library's modules that hold process state: loaded means the suite is using the guards.
+GUARDS_STATE_MODULES = ("trtcap_guards.targets", "trtcap_guards.registry", "trtcap_guards.builder")
+
+
+class RunningTest:
+    """The test running now and its phase (``setup``, ``call`` or ``teardown``), from ``PYTEST_CURRENT_TEST``."""
+
+    __slots__ = ("item", "when")
+
+    def __init__(self, item: pytest.Item, when: str) -> None:
+        self.item, self.when = item, when
 
 
 class TrtcapState:
     """Everything the plugin holds for one session."""
 
-    def __init__(self, config: pytest.Config, resolved: Settings) -> None:
+    def __init__(self, config: pytest.Config, resolved: Settings, given: bool) -> None:
         self.config = config
         self.settings = resolved
+        self.given = given  # a setting came from the command line, the environment or an ini file
         self.exit = ExitStack()
         self.isolation: Optional[isolation.Isolation] = None
+        self.session: Optional[SessionPlugin] = None  # the per-session hooks, once active
+        self.pytest_session: Optional[pytest.Session] = None
         self.guards_installed_by_us = False
         self.installed_targets: tuple = ()
         self.worker_status: List[Dict[str, Any]] = []
         self.user_state: Optional[list] = None  # the project's pytest_trtcap_isolated_state entries, checked
         self.audit: Any = None  # audit_session.AuditSession under --trtcap-audit
+
+    # --- dormant or active ----------------------------------------------------------------------------------
+
+    def in_use(self) -> bool:
+        """Whether the session uses the plugin already (checked at configure and after collection)."""
+        config = self.config
+        hooks = config.hook
+        return bool(
+            self.given or "torch_tensorrt" in sys.modules
+            or any(name in sys.modules for name in GUARDS_STATE_MODULES)
+            or hooks.pytest_trtcap_target_capabilities.get_hookimpls()
+            or hooks.pytest_trtcap_isolated_state.get_hookimpls()
+            or (getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput"))
+        )
+
+    def activate(self) -> SessionPlugin:
+        """Register the per-session hooks (once). A test already running joins in the phase it is in."""
+        if self.session is None:
+            from .session import SessionPlugin
+
+            self.session = SessionPlugin(self)
+            self.config.pluginmanager.register(self.session, "trtcap-session")
+            running = self.running_test()
+            if running is not None:
+                self.session.join(running.item, running.when)
+        return self.session
+
+    def running_test(self) -> Optional[RunningTest]:
+        """The test of this session that is running now, if any (pytest names it in ``PYTEST_CURRENT_TEST``)."""
+        current = os.environ.get("PYTEST_CURRENT_TEST", "")
+        nodeid, _, when = current.rpartition(" ")
+        session = self.pytest_session
+        if not nodeid or session is None:
+            return None
+        item = next((i for i in getattr(session, "items", ()) if i.nodeid == nodeid), None)
+        return None if item is None else RunningTest(item, when.strip("()"))
+
+    # --- state used once active ---------------------------------------------------------------------------
 
     def user_state_entries(self) -> list:
         """The project's isolated-state entries; a usage error naming the hook, file and value if ill-shaped."""

@@ -1,0 +1,30 @@
+"""A call just before the guards' process state first changes: declarations, neutralizations, the builder switch.
+
+The pytest plugin stays dormant in sessions that never use the guards or Torch-TensorRT (it loads in every pytest
+run of an environment); it listens here so that it can start holding the guards' state before the first change
+is made, wherever that happens. Listeners are called once and dropped.
+"""
+
+from typing import Any, Callable, List
+
+_listeners: List[Callable[[], Any]] = []
+
+
+def on_first_change(callback: Callable[[], Any]) -> Callable[[], None]:
+    """Call ``callback()`` before the next change of the guards' state; returns a function that cancels it."""
+    _listeners.append(callback)
+
+    def cancel() -> None:
+        if callback in _listeners:
+            _listeners.remove(callback)
+
+    return cancel
+
+
+def changing() -> None:
+    """Called by every function that changes the guards' state, before it does."""
+    if _listeners:
+        pending = list(_listeners)
+        _listeners.clear()
+        for callback in pending:
+            callback()

@@ -1,0 +1,80 @@
+"""The import hook: act at the moment ``torch_tensorrt`` is first imported, wherever that happens.
+
+Apart from ``gpuless`` (what is answered, and the record of it) because the pytest plugin arms this hook in every
+pytest run of an environment, and most of them never import Torch-TensorRT: only this small module loads with it.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+from types import ModuleType
+from typing import Any, Callable, List, Optional, Tuple
+
+Capability = Tuple[int, int]
+
+
+def _answer(capability: Optional[Capability]) -> None:
+    from .gpuless import answer_device_queries
+
+    answer_device_queries(capability)
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, inner: Any, before: Callable[[], Any], after: List[Callable[[ModuleType], Any]]) -> None:
+        self.inner, self.before, self.after = inner, before, after
+
+    def create_module(self, spec: Any) -> Any:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        remove_import_hook()  # the real import is happening: step aside (a find_spec alone must not)
+        self.before()
+        self.inner.exec_module(module)
+        for callback in self.after:
+            callback(module)
+
+
+class _ImportHook(importlib.abc.MetaPathFinder):
+    """Arranges the device answers at the moment ``torch_tensorrt`` is first imported, then steps aside."""
+
+    def __init__(self, answer: bool, after: List[Callable[[ModuleType], Any]],
+                 capability: Optional[Capability]) -> None:
+        self.answer, self.after, self.capability = answer, after, capability
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:  # noqa: ARG002 - MetaPathFinder's signature
+        if fullname != "torch_tensorrt":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return None
+        capability = self.capability
+        before = (lambda: _answer(capability)) if self.answer else (lambda: None)
+        spec.loader = _Loader(spec.loader, before, self.after)
+        return spec
+
+
+def install_import_hook(
+    answer: bool = True,
+    after: Optional[List[Callable[[ModuleType], Any]]] = None,
+    capability: Optional[Capability] = None,
+) -> bool:
+    """Run ``answer_device_queries(capability)`` (if ``answer``), then ``after`` callbacks, when torch_tensorrt is
+    imported.
+
+    Imports nothing now. Returns False (and does nothing) if torch_tensorrt is already imported.
+    """
+    if "torch_tensorrt" in sys.modules:
+        return False
+    remove_import_hook()
+    if not answer:
+        from .gpuless import status
+
+        status().detail = "off"
+    sys.meta_path.insert(0, _ImportHook(answer, list(after or ()), capability))
+    return True
+
+
+def remove_import_hook() -> None:
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _ImportHook)]

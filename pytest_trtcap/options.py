@@ -1,0 +1,137 @@
+"""The plugin's settings as declared: option, environment variable and ini key of each, and whether any was given.
+
+Only declarations here, no parsing: this module loads in every pytest run of an environment, and most runs give
+none of these. ``settings`` reads and checks the values, and loads only where one was given.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, List, NamedTuple, Optional, Tuple
+
+import pytest
+
+from trtcap_guards.environment import BACKENDS, ENV_BACKEND, ENV_TARGETS
+
+
+class Setting(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create in a module every pytest run loads
+    """One resolved value and where it came from (``--trt-target-sm``, ``TRTCAP_TARGET_SM``,
+    ``ini trt_target_sm``...)."""
+
+    value: Any
+    source: str
+
+    def __str__(self) -> str:
+        return f"{self.value} (from {self.source})"
+
+
+class Spec(NamedTuple):
+    dest: str  # attribute on Settings
+    option: str  # command-line flag
+    env: str
+    ini: str
+    help: str
+    parse: str  # the reading in settings.PARSERS: "targets", "target names", "bool" or "choice"
+    default: Any = None
+    kind: str = "value"  # "value", "flag" or "append"
+    metavar: Optional[str] = None
+    choices: Tuple[str, ...] = ()  # for "choice"
+
+
+SPECS: Tuple[Spec, ...] = (
+    Spec("target_sm", "--trt-target-sm", ENV_TARGETS, "trt_target_sm",
+         "compute capabilities the build targets, e.g. 7.5 or 7.5,8.9 (simulates them on any host)",
+         "targets", metavar="LIST"),
+    Spec("backend", "--trt-backend", ENV_BACKEND, "trt_backend",
+         "TensorRT backend to assume: auto (detect), rtx or standard", "choice",
+         default="auto", metavar="{auto,rtx,standard}", choices=BACKENDS),
+    Spec("guards", "--trtcap-guards", "TRTCAP_GUARDS", "trtcap_guards",
+         "install the capability guards when torch_tensorrt is imported (on/off)", "bool",
+         default=True, metavar="{on,off}"),
+    Spec("neutralize", "--trtcap-neutralize", "TRTCAP_NEUTRALIZE", "trtcap_neutralize",
+         "switch one target's guard off, e.g. aten.linear.default (repeatable)", "target names",
+         default=(), kind="append", metavar="TARGET"),
+    Spec("strict", "--trtcap-strict", "TRTCAP_STRICT", "trtcap_strict",
+         "a test that leaks global state errors in teardown instead of warning", "bool",
+         default=False, kind="flag"),
+    Spec("gpu_less_import", "--trtcap-gpu-less-import", "TRTCAP_GPU_LESS_IMPORT", "trtcap_gpu_less_import",
+         "answer torch_tensorrt's import-time device queries on a host without a CUDA device (auto/off)",
+         "choice", default="auto", metavar="{auto,off}", choices=("auto", "off")),
+    Spec("builder_targets", "--trtcap-builder-targets", "TRTCAP_BUILDER_TARGETS", "trtcap_builder_targets",
+         "declare the targets on the TensorRT-RTX builder config when the guards are installed (on/off)", "bool",
+         default=True, metavar="{on,off}"),
+    Spec("audit", "--trtcap-audit", "TRTCAP_AUDIT", "trtcap_audit",
+         "audit every partition Torch-TensorRT produces: report nodes placed on TensorRT that the declared targets "
+         "cannot serve, per test (an error under --trtcap-strict)", "bool", default=False, kind="flag"),
+    Spec("needs_gpu", "--trtcap-needs-gpu", "TRTCAP_NEEDS_GPU", "trtcap_needs_gpu",
+         "a test that fails for want of a CUDA device, on a host without one: fail (default) or skip it",
+         "choice", default="fail", metavar="{fail,skip}", choices=("fail", "skip")),
+)
+
+
+class Settings:
+    """Every setting of the session, each with its source; a plain class, not a dataclass: this module loads in
+    every pytest run of the environment, and creating a dataclass costs more than the rest of the module."""
+
+    __slots__ = tuple(spec.dest for spec in SPECS)
+    target_sm: Setting
+    backend: Setting
+    guards: Setting
+    neutralize: Setting
+    strict: Setting
+    gpu_less_import: Setting
+    builder_targets: Setting
+    audit: Setting
+    needs_gpu: Setting
+
+    def __init__(self) -> None:
+        for spec in SPECS:
+            setattr(self, spec.dest, Setting(spec.default, "default"))
+
+    def __repr__(self) -> str:
+        return "Settings(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("trtcap", "capability guards for Torch-TensorRT on TensorRT-RTX")
+    for spec in SPECS:
+        help = f"{spec.help} [env {spec.env}, ini {spec.ini}]"
+        if spec.kind == "flag":
+            group.addoption(spec.option, action="store_true", default=None, dest=f"trtcap_{spec.dest}", help=help)
+        elif spec.kind == "append":
+            group.addoption(spec.option, action="append", default=None, dest=f"trtcap_{spec.dest}",
+                            metavar=spec.metavar, help=help)
+        else:
+            group.addoption(spec.option, default=None, dest=f"trtcap_{spec.dest}", metavar=spec.metavar, help=help)
+        parser.addini(spec.ini, help=spec.help, type="linelist" if spec.kind == "append" else "string",
+                      default=[] if spec.kind == "append" else "")
+
+
+class Given(NamedTuple):
+    """A raw value found for a setting, and where: the option, the variable or ``ini <key>``."""
+
+    raw: Any
+    source: str
+
+
+def given(config: pytest.Config, spec: Spec, early: bool = False) -> List[Given]:
+    """The raw values given for ``spec``, highest precedence first (command line, environment, ini file)."""
+    out = []
+    if early:  # before pytest_configure: only the known arguments are parsed
+        cli = getattr(config.known_args_namespace, f"trtcap_{spec.dest}", None)
+    else:
+        cli = config.getoption(f"trtcap_{spec.dest}")
+    if cli is not None:
+        out.append(Given(cli, spec.option))
+    env = os.environ.get(spec.env)
+    if env is not None:
+        out.append(Given(env, spec.env))
+    ini = config.getini(spec.ini)
+    if ini not in ("", [], None):
+        out.append(Given(ini, f"ini {spec.ini}"))
+    return out
+
+
+def anything_given(config: pytest.Config) -> bool:
+    """Whether any setting has a value from the command line, the environment or the ini file."""
+    return any(given(config, spec) for spec in SPECS)
