@@ -55,12 +55,10 @@ def test_independent_of_the_validators(targets, guarded):
 
 
 def test_the_fused_asymmetric_pad_conv3d_is_caught_without_guards(targets):
-    from test_guards_conv_asym_pad import pad_conv_graph
-
     targets("7.5")
-    (found,) = unservable_placements(tm.partition(pad_conv_graph(3)))
+    (found,) = unservable_placements(tm.partition(tm.pad_conv_graph(3)))
     assert (found.op, found.rule) == (ASYM, "conv3d")
-    assert unservable_placements(tm.partition(pad_conv_graph(2))) == []
+    assert unservable_placements(tm.partition(tm.pad_conv_graph(2))) == []
 
 
 def test_global_partition_blocks_are_audited_too(targets):
