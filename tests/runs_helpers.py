@@ -116,3 +116,36 @@ def run_pytest(tmp_path, *args, arm="7.5"):
         cwd=tmp_path, capture_output=True, text=True, errors="backslashreplace", timeout=120,
     )
     return proc, stream, xml
+
+
+def record_data(tests, **extra):
+    """A current-version record of arm 7.5 holding ``tests``; ``extra`` adds or replaces top-level fields."""
+    from pytest_trtcap.runs.record import SCHEMA, VERSION  # here: this module is a plugin of every test session
+
+    data = {"schema": SCHEMA, "version": VERSION, "arm": "7.5", "tests": tests}
+    data.update(extra)
+    return data
+
+
+def write_input(tmp_path, name, content):
+    """``content`` (bytes as they are, text as UTF-8) written to ``tmp_path / name``."""
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def assert_rejected(path, *needles):
+    """``load_record(path)`` is refused with one line that starts with the file and holds each of ``needles``."""
+    from pytest_trtcap.runs.inputs import RecordError
+    from pytest_trtcap.runs.load import load_record
+
+    with pytest.raises(RecordError) as info:
+        load_record(path)
+    message = str(info.value)
+    assert message.startswith(str(path) + ": ") and "\n" not in message
+    for needle in needles:
+        assert needle in message, message
+    return message

@@ -6,10 +6,11 @@ import io
 import json
 
 import pytest
+from runs_helpers import record_data
 
 from pytest_trtcap.runs import render
 from pytest_trtcap.runs.compare import compare_records
-from pytest_trtcap.runs.record import SCHEMA, VERSION, Record
+from pytest_trtcap.runs.record import Record
 from pytest_trtcap.runs.sweep import summarise_sweep
 
 FORGED = "x\n\nRESULT: COMPLETE: 2 arm(s), 0 arm-specific failure(s)\n\x1b[2J"
@@ -23,17 +24,12 @@ def E(outcome, signature=None, reason=None):
     return {"outcome": outcome, "signature": signature, "reason": reason}
 
 
-def _record(tests, **extra):
-    data = {"schema": SCHEMA, "version": VERSION, "arm": "7.5", "tests": tests}
-    data.update(extra)
-    return data
-
-
 def _compare_result():
-    before = Record("b.json", _record({"t.py::x[a|b]": E("passed"), "t.py::y": E("failed", "E: 1")},
-                                                reconciliation={"result": "COMPLETE", "disagreements": []}))
-    after = Record("a.json", _record({"t.py::x[a|b]": E("failed", "ValueError: bad | pipe"), "t.py::y": E("passed")},
-                                               reconciliation={"result": "COMPLETE", "disagreements": []}))
+    before = Record("b.json", record_data({"t.py::x[a|b]": E("passed"), "t.py::y": E("failed", "E: 1")},
+                                          reconciliation={"result": "COMPLETE", "disagreements": []}))
+    after = Record("a.json", record_data({"t.py::x[a|b]": E("failed", "ValueError: bad | pipe"),
+                                          "t.py::y": E("passed")},
+                                         reconciliation={"result": "COMPLETE", "disagreements": []}))
     return compare_records(before, after)
 
 
@@ -72,7 +68,6 @@ def test_render_json_is_the_result():
     result = _compare_result()
     render.render(result, "json", out)
     assert json.loads(out.getvalue()) == json.loads(json.dumps(result))
-
 
 
 # --- hostile text (issue 12, item 12) ----------------------------------------------------------------------
@@ -135,9 +130,10 @@ def test_markdown_is_inert():
 
 
 def test_compare_renderings_escape_a_lone_surrogate_and_controls():
-    before = Record("b.json", _record({"t.py::test_\udcff\n": E("passed")}, reconciliation={"result": "COMPLETE"}))
+    before = Record("b.json", record_data({"t.py::test_\udcff\n": E("passed")}, reconciliation={"result": "COMPLETE"}))
     after = Record(
-        "a.json", _record({"t.py::test_\udcff\n": E("failed", "E: \udcff\x07")}, reconciliation={"result": "COMPLETE"})
+        "a.json",
+        record_data({"t.py::test_\udcff\n": E("failed", "E: \udcff\x07")}, reconciliation={"result": "COMPLETE"}),
     )
     result = compare_records(before, after)
     for fmt in ("table", "markdown", "json"):
