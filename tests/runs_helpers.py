@@ -149,3 +149,22 @@ def assert_rejected(path, *needles):
     for needle in needles:
         assert needle in message, message
     return message
+
+
+def entry(outcome, signature=None, reason=None):
+    """One test's record entry."""
+    return {"outcome": outcome, "signature": signature, "reason": reason}
+
+
+def compare_result_sample():
+    """``trtcap compare`` of two complete records: one regression (its node id and signature hold a pipe), one fix."""
+    from pytest_trtcap.runs.compare import compare_records
+    from pytest_trtcap.runs.record import Record
+
+    complete = {"result": "COMPLETE", "disagreements": []}
+    before = Record("b.json", record_data({"t.py::x[a|b]": entry("passed"), "t.py::y": entry("failed", "E: 1")},
+                                          reconciliation=complete))
+    after = Record("a.json", record_data({"t.py::x[a|b]": entry("failed", "ValueError: bad | pipe"),
+                                          "t.py::y": entry("passed")}, reconciliation=complete))
+    return compare_records(before, after)
+

@@ -6,7 +6,7 @@ import io
 import json
 
 import pytest
-from runs_helpers import record_data
+from runs_helpers import compare_result_sample, record_data
 
 from pytest_trtcap.runs import render
 from pytest_trtcap.runs.compare import compare_records
@@ -24,18 +24,9 @@ def E(outcome, signature=None, reason=None):
     return {"outcome": outcome, "signature": signature, "reason": reason}
 
 
-def _compare_result():
-    before = Record("b.json", record_data({"t.py::x[a|b]": E("passed"), "t.py::y": E("failed", "E: 1")},
-                                          reconciliation={"result": "COMPLETE", "disagreements": []}))
-    after = Record("a.json", record_data({"t.py::x[a|b]": E("failed", "ValueError: bad | pipe"),
-                                          "t.py::y": E("passed")},
-                                         reconciliation={"result": "COMPLETE", "disagreements": []}))
-    return compare_records(before, after)
-
-
 def test_render_markdown_escapes_pipes():
     out = io.StringIO()
-    render.render(_compare_result(), "markdown", out)
+    render.render(compare_result_sample(), "markdown", out)
     text = out.getvalue()
     assert "**RESULT: COMPLETE: 1 regression(s), 1 fixed**" in text
     assert "| `t.py::x[a\\|b]` | regression | passed → failed | `ValueError: bad \\| pipe` |" in text
@@ -47,25 +38,15 @@ def test_render_markdown_escapes_pipes():
 def test_render_plain_text_without_rich(monkeypatch):
     monkeypatch.setenv("TRTCAP_NO_RICH", "1")
     out = io.StringIO()
-    render.render(_compare_result(), "table", out)
+    render.render(compare_result_sample(), "table", out)
     text = out.getvalue()
     assert "t.py::x[a|b]  regression  passed → failed  ValueError: bad | pipe" in text
     assert text.rstrip().endswith("RESULT: COMPLETE: 1 regression(s), 1 fixed")
 
 
-def test_render_rich_keeps_node_ids_whole():
-    result = _compare_result()
-    long_id = "tests/" + "deep/" * 30 + "test_x.py::TestClass::test_with_a_very_long_name[float16-7.5-batch]"
-    result["transitions"][0]["nodeid"] = long_id
-    out = io.StringIO()
-    render.render(result, "table", out)
-    assert long_id in out.getvalue()
-    assert "[float16-7.5-batch]" in out.getvalue()  # brackets are not taken for rich markup
-
-
 def test_render_json_is_the_result():
     out = io.StringIO()
-    result = _compare_result()
+    result = compare_result_sample()
     render.render(result, "json", out)
     assert json.loads(out.getvalue()) == json.loads(json.dumps(result))
 
