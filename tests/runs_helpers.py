@@ -116,3 +116,55 @@ def run_pytest(tmp_path, *args, arm="7.5"):
         cwd=tmp_path, capture_output=True, text=True, errors="backslashreplace", timeout=120,
     )
     return proc, stream, xml
+
+
+def record_data(tests, **extra):
+    """A current-version record of arm 7.5 holding ``tests``; ``extra`` adds or replaces top-level fields."""
+    from pytest_trtcap.runs.record import SCHEMA, VERSION  # here: this module is a plugin of every test session
+
+    data = {"schema": SCHEMA, "version": VERSION, "arm": "7.5", "tests": tests}
+    data.update(extra)
+    return data
+
+
+def write_input(tmp_path, name, content):
+    """``content`` (bytes as they are, text as UTF-8) written to ``tmp_path / name``."""
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def assert_rejected(path, *needles):
+    """``load_record(path)`` is refused with one line that starts with the file and holds each of ``needles``."""
+    from pytest_trtcap.runs.inputs import RecordError
+    from pytest_trtcap.runs.load import load_record
+
+    with pytest.raises(RecordError) as info:
+        load_record(path)
+    message = str(info.value)
+    assert message.startswith(str(path) + ": ") and "\n" not in message
+    for needle in needles:
+        assert needle in message, message
+    return message
+
+
+def entry(outcome, signature=None, reason=None):
+    """One test's record entry."""
+    return {"outcome": outcome, "signature": signature, "reason": reason}
+
+
+def compare_result_sample():
+    """``trtcap compare`` of two complete records: one regression (its node id and signature hold a pipe), one fix."""
+    from pytest_trtcap.runs.compare import compare_records
+    from pytest_trtcap.runs.record import Record
+
+    complete = {"result": "COMPLETE", "disagreements": []}
+    before = Record("b.json", record_data({"t.py::x[a|b]": entry("passed"), "t.py::y": entry("failed", "E: 1")},
+                                          reconciliation=complete))
+    after = Record("a.json", record_data({"t.py::x[a|b]": entry("failed", "ValueError: bad | pipe"),
+                                          "t.py::y": entry("passed")}, reconciliation=complete))
+    return compare_records(before, after)
+

@@ -7,18 +7,13 @@ import subprocess
 import sys
 
 import pytest
+from runs_helpers import record_data
 
 from pytest_trtcap.runs.compare import classify, compare_records, transitions
-from pytest_trtcap.runs.record import SCHEMA, VERSION, Record
+from pytest_trtcap.runs.record import Record
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GPU = "trtcap: needs a GPU: RuntimeError: Found no NVIDIA driver on your system (test_x.py:12)"
-
-
-def _record(tests, **extra):
-    data = {"schema": SCHEMA, "version": VERSION, "arm": "7.5", "tests": tests}
-    data.update(extra)
-    return data
 
 
 def E(outcome, signature=None, reason=None):
@@ -66,7 +61,7 @@ def test_transitions_never_drop_a_test_and_order_by_class():
 
 def test_compare_records_exit_status_and_incomplete():
     def rec(tests, result="COMPLETE"):
-        return Record("x.json", _record(
+        return Record("x.json", record_data(
             tests, reconciliation={"result": result, "disagreements": ["d"] if result != "COMPLETE" else []}
         ))
 
@@ -81,7 +76,7 @@ def _rec(tests, result="COMPLETE", errors=None):
     reconciliation = (
         None if result is None else {"result": result, "disagreements": ["d"] if result != "COMPLETE" else []}
     )
-    return Record("x.json", _record(tests, reconciliation=reconciliation, collection_errors=errors or {}))
+    return Record("x.json", record_data(tests, reconciliation=reconciliation, collection_errors=errors or {}))
 
 
 def test_new_failing_test_is_added_not_a_regression():

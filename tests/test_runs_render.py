@@ -6,10 +6,11 @@ import io
 import json
 
 import pytest
+from runs_helpers import compare_result_sample, record_data
 
 from pytest_trtcap.runs import render
 from pytest_trtcap.runs.compare import compare_records
-from pytest_trtcap.runs.record import SCHEMA, VERSION, Record
+from pytest_trtcap.runs.record import Record
 from pytest_trtcap.runs.sweep import summarise_sweep
 
 FORGED = "x\n\nRESULT: COMPLETE: 2 arm(s), 0 arm-specific failure(s)\n\x1b[2J"
@@ -23,23 +24,9 @@ def E(outcome, signature=None, reason=None):
     return {"outcome": outcome, "signature": signature, "reason": reason}
 
 
-def _record(tests, **extra):
-    data = {"schema": SCHEMA, "version": VERSION, "arm": "7.5", "tests": tests}
-    data.update(extra)
-    return data
-
-
-def _compare_result():
-    before = Record("b.json", _record({"t.py::x[a|b]": E("passed"), "t.py::y": E("failed", "E: 1")},
-                                                reconciliation={"result": "COMPLETE", "disagreements": []}))
-    after = Record("a.json", _record({"t.py::x[a|b]": E("failed", "ValueError: bad | pipe"), "t.py::y": E("passed")},
-                                               reconciliation={"result": "COMPLETE", "disagreements": []}))
-    return compare_records(before, after)
-
-
 def test_render_markdown_escapes_pipes():
     out = io.StringIO()
-    render.render(_compare_result(), "markdown", out)
+    render.render(compare_result_sample(), "markdown", out)
     text = out.getvalue()
     assert "**RESULT: COMPLETE: 1 regression(s), 1 fixed**" in text
     assert "| `t.py::x[a\\|b]` | regression | passed → failed | `ValueError: bad \\| pipe` |" in text
@@ -51,28 +38,17 @@ def test_render_markdown_escapes_pipes():
 def test_render_plain_text_without_rich(monkeypatch):
     monkeypatch.setenv("TRTCAP_NO_RICH", "1")
     out = io.StringIO()
-    render.render(_compare_result(), "table", out)
+    render.render(compare_result_sample(), "table", out)
     text = out.getvalue()
     assert "t.py::x[a|b]  regression  passed → failed  ValueError: bad | pipe" in text
     assert text.rstrip().endswith("RESULT: COMPLETE: 1 regression(s), 1 fixed")
 
 
-def test_render_rich_keeps_node_ids_whole():
-    result = _compare_result()
-    long_id = "tests/" + "deep/" * 30 + "test_x.py::TestClass::test_with_a_very_long_name[float16-7.5-batch]"
-    result["transitions"][0]["nodeid"] = long_id
-    out = io.StringIO()
-    render.render(result, "table", out)
-    assert long_id in out.getvalue()
-    assert "[float16-7.5-batch]" in out.getvalue()  # brackets are not taken for rich markup
-
-
 def test_render_json_is_the_result():
     out = io.StringIO()
-    result = _compare_result()
+    result = compare_result_sample()
     render.render(result, "json", out)
     assert json.loads(out.getvalue()) == json.loads(json.dumps(result))
-
 
 
 # --- hostile text (issue 12, item 12) ----------------------------------------------------------------------
@@ -135,9 +111,10 @@ def test_markdown_is_inert():
 
 
 def test_compare_renderings_escape_a_lone_surrogate_and_controls():
-    before = Record("b.json", _record({"t.py::test_\udcff\n": E("passed")}, reconciliation={"result": "COMPLETE"}))
+    before = Record("b.json", record_data({"t.py::test_\udcff\n": E("passed")}, reconciliation={"result": "COMPLETE"}))
     after = Record(
-        "a.json", _record({"t.py::test_\udcff\n": E("failed", "E: \udcff\x07")}, reconciliation={"result": "COMPLETE"})
+        "a.json",
+        record_data({"t.py::test_\udcff\n": E("failed", "E: \udcff\x07")}, reconciliation={"result": "COMPLETE"}),
     )
     result = compare_records(before, after)
     for fmt in ("table", "markdown", "json"):

@@ -5,17 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from runs_helpers import write_input
 
 from pytest_trtcap.runs.inputs import RecordError
 from pytest_trtcap.runs.load import load_record
 from pytest_trtcap.runs.record import STREAM_SCHEMA
 from pytest_trtcap.runs.stream import read_stream
-
-
-def _write(tmp_path, name, content):
-    path = tmp_path / name
-    path.write_text(content, encoding="utf-8")
-    return path
 
 
 def test_read_stream_survives_a_torn_last_line(tmp_path):
@@ -28,7 +23,7 @@ def test_read_stream_survives_a_torn_last_line(tmp_path):
         json.dumps({"e": "start", "id": "t.py::b"}),
         '{"e": "test", "id": "t.py::b", "outc',
     ]
-    path = _write(tmp_path, "s.jsonl", "\n".join(lines))
+    path = write_input(tmp_path, "s.jsonl", "\n".join(lines))
     stream = read_stream(path)
     assert list(stream["tests"]) == ["t.py::a"]
     assert stream["running"] == ["t.py::b"]
@@ -41,7 +36,7 @@ def test_read_stream_survives_a_torn_last_line(tmp_path):
 
 def test_read_stream_rejects_foreign_jsonl(tmp_path):
     with pytest.raises(RecordError, match="not a trtcap recorder stream"):
-        read_stream(_write(tmp_path, "x.jsonl", '{"a": 1}\n{"b": 2}\n'))
+        read_stream(write_input(tmp_path, "x.jsonl", '{"a": 1}\n{"b": 2}\n'))
     with pytest.raises(RecordError, match="missing"):
         read_stream(tmp_path / "none.jsonl")
 
@@ -50,7 +45,7 @@ def test_collection_errors_are_kept_once_and_counted_per_report(tmp_path):
     error = {"e": "collection_error", "id": "m.py", "signature": "ImportError: x", "message": "ImportError: x"}
     lines = [json.dumps({"schema": STREAM_SCHEMA, "version": 2}), json.dumps(error), json.dumps(error),
              json.dumps({"e": "finish", "exitstatus": 1, "counted": {"collected": 0}})]
-    stream = read_stream(_write(tmp_path, "s.jsonl", "\n".join(lines) + "\n"))
+    stream = read_stream(write_input(tmp_path, "s.jsonl", "\n".join(lines) + "\n"))
     assert stream["collection_errors"] == {"m.py": {"signature": "ImportError: x", "message": "ImportError: x"}}
     assert stream["collection_error_reports"] == 2 and stream["tests"] == {}
     assert stream["counted"] == {"collected": 0} and stream["finished"]

@@ -92,6 +92,20 @@ class Conv(nn.Module):
         return torch.relu(self.conv(x))
 
 
+class PadConv(nn.Module):
+    """Causal padding (two frames before, none after, in time) then a convolution and a ReLU: Torch-TensorRT 2.14's
+    ``fuse_pad_into_convolution`` turns it into ``tensorrt.conv_asym_pad.default``."""
+
+    def __init__(self, dims: int) -> None:
+        super().__init__()
+        self.dims = dims
+        self.conv = (nn.Conv2d if dims == 2 else nn.Conv3d)(2, 3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pad = (1, 1, 2, 0) if self.dims == 2 else (1, 1, 1, 1, 2, 0)
+        return torch.relu(self.conv(F.pad(x, pad)))
+
+
 class Mixed(nn.Module):
     """Several guarded op families in one graph, for the property-based tests (dynamic shapes welcome)."""
 
@@ -243,6 +257,16 @@ def cdist_forward_graph(mode: Optional[int], rows: int, dtype: torch.dtype = tor
 def conv_graph(dims: int, dtype: torch.dtype = torch.float32) -> torch.fx.GraphModule:
     shape = (1, 2, 5, 5) if dims == 2 else (1, 2, 5, 5, 5)
     return lowered(("conv", dims, dtype), lambda: (seeded(Conv, dims).to(dtype), inputs_for([shape], dtype)))
+
+
+def pad_conv(dims: int) -> Tuple[nn.Module, Tuple[torch.Tensor, ...]]:
+    """:class:`PadConv` in 2 or 3 spatial dims and its input."""
+    shape = (1, 2, 5, 5) if dims == 2 else (1, 2, 4, 5, 5)
+    return seeded(PadConv, dims), inputs_for([shape], seed=3)
+
+
+def pad_conv_graph(dims: int) -> torch.fx.GraphModule:
+    return lowered(("pad_conv", dims), lambda: pad_conv(dims))
 
 
 # --- reading a partitioned module --------------------------------------------------------------

@@ -12,6 +12,7 @@ pytestmark = pytest.mark.usefixtures("tt")
 
 LINEAR = "aten.linear.default"
 RELU = "aten.relu.default"
+ASYM = "tensorrt.conv_asym_pad.default"  # the fused asymmetric-pad convolution of Torch-TensorRT 2.14
 RULE = {r.name: r for r in guards.RULES}
 
 
@@ -324,3 +325,9 @@ def test_neutralize_rejects_a_target_the_live_registry_does_not_have(tt):
         guards.neutralize("aten.nosuchop.default")
     with guards.neutralize("aten.relu.default") as name:  # guarded by the BF16 rule, registered
         assert name in guards.neutralized()
+
+
+def test_neutralizing_the_fused_target_puts_it_back_on_tensorrt(targets, guarded):
+    targets("7.5")
+    with guards.neutralize(ASYM):
+        assert tm.placement(tm.partition(tm.pad_conv_graph(3)))["acc"] == [ASYM, RELU]

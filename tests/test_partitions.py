@@ -1,0 +1,107 @@
+"""Partition counts keyed off the one predicate (``pytest_trtcap.partitions``): the expectation chosen for the
+declared targets, block counts and descriptions of a partitioned module, and the failure that lists the blocks.
+Models go through the real export, lowering and ``fast_partition``; the fixture and helpers inside a pytest
+session are in test_plugin_fixtures.py."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+import trt_models as tm
+
+from pytest_trtcap.partitions import (
+    PartitionCounts,
+    assert_partition_counts,
+    count_partitions,
+    describe_partitions,
+    expected_partition_counts,
+)
+
+pytestmark = pytest.mark.usefixtures("tt")
+
+
+# --- the expectation for the declared targets ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("declared, chosen", [("7.5", (1, 2)), ("8.9", (1, 0)), ("8.9,7.5", (1, 2)), ("12.0", (1, 0))])
+def test_turing_counts_where_turing_is_a_target(declared, chosen, targets):
+    targets(declared)
+    counts = expected_partition_counts((1, 0), turing=(1, 2))
+    assert counts == chosen and isinstance(counts, PartitionCounts)
+
+
+def test_default_alone_whatever_the_targets(targets):
+    targets("7.5")
+    assert expected_partition_counts((3, 1)) == PartitionCounts(acc=3, gpu=1)
+
+
+def test_settings_targets_outrank_the_declaration(targets):
+    targets("8.9")
+    settings = SimpleNamespace(target_compute_capabilities=[(7, 5)])
+    assert expected_partition_counts((1, 0), (1, 2), settings=settings) == (1, 2)
+
+
+@pytest.mark.parametrize("declared", ["7.5", "8.9"])
+@pytest.mark.parametrize("default, turing, named", [
+    ((1, 0), (1, -1), "turing: expected (acc, gpu) non-negative integers, got (1, -1)"),
+    ((1, 0), (True, 2), "turing: expected (acc, gpu) non-negative integers, got (True, 2)"),
+    ("10", None, "default: expected (acc, gpu) non-negative integers, got '10'"),
+    ([1, 0], None, "default: expected (acc, gpu) non-negative integers, got [1, 0]"),  # a tuple, as documented
+    ((1, 0, 0), (1, 2), "default: expected (acc, gpu) non-negative integers, got (1, 0, 0)"),
+])
+def test_bad_counts_are_refused_on_every_target(declared, default, turing, named, targets):
+    targets(declared)
+    with pytest.raises(ValueError) as info:
+        expected_partition_counts(default, turing)
+    assert str(info.value) == named
+
+
+# --- counting and describing blocks -------------------------------------------------------------------------------
+
+
+def test_the_fp32_mlp_at_turing_is_one_trt_block_between_two_pytorch_blocks(targets, guarded):
+    targets("7.5")
+    pm = tm.partition(tm.lowered_mlp())
+    assert count_partitions(pm) == PartitionCounts(acc=1, gpu=2)
+    assert describe_partitions(pm).splitlines() == [
+        "  _run_on_gpu_0: aten.linear.default",
+        "  _run_on_acc_1: aten.relu.default",
+        "  _run_on_gpu_2: aten.linear.default",
+    ]
+    assert_partition_counts(pm, (1, 2))
+
+
+def test_blocks_without_a_graph_are_counted_and_said_to_have_no_nodes():
+    """An engine module (no fx graph) in place of a block, as after compilation; other children are not blocks."""
+    parent = torch.nn.Module()
+    parent.add_module("_run_on_acc_0", torch.nn.Identity())
+    parent.add_module("_run_on_gpu_1", torch.fx.symbolic_trace(torch.nn.Identity()))
+    parent.add_module("head", torch.nn.Linear(2, 2))
+    assert count_partitions(parent) == (1, 1)
+    assert describe_partitions(parent) == (
+        "  _run_on_acc_0: (no call_function nodes)\n  _run_on_gpu_1: (no call_function nodes)"
+    )
+
+
+def test_a_failure_names_both_counts_the_blocks_and_the_decision(targets, guarded):
+    targets("7.5", origin="ci matrix")
+    pm = tm.partition(tm.lowered_mlp())
+    with pytest.raises(AssertionError) as info:
+        assert_partition_counts(pm, PartitionCounts(acc=1, gpu=0))
+    lines = str(info.value).splitlines()
+    assert lines[0] == "partition counts (1, 2) != expected (1, 0) (acc, gpu)"
+    assert lines[1:5] == ["blocks:", "  _run_on_gpu_0: aten.linear.default", "  _run_on_acc_1: aten.relu.default",
+                          "  _run_on_gpu_2: aten.linear.default"]
+    assert lines[5].startswith("trtcap: targets Turing on TensorRT-RTX = True: ")
+    assert lines[5].endswith("(targets 7.5 from ci matrix)")
+
+
+def test_a_failure_follows_the_settings_given(targets):
+    targets("7.5")
+    settings = SimpleNamespace(target_compute_capabilities=[(8, 9)])
+    with pytest.raises(AssertionError, match=r"trtcap: targets Turing on TensorRT-RTX = False: ") as info:
+        assert_partition_counts(torch.nn.Linear(2, 2), (0, 1), settings=settings)
+    assert "partition counts (0, 0) != expected (0, 1)" in str(info.value)
+    assert "  (no partitions)" in str(info.value)

@@ -1,0 +1,62 @@
+"""``TrtCapabilityMixin`` (``pytest_trtcap.unittest_support``): the one predicate's answers inside a plain
+``unittest.TestCase``, run here by the standard library's own runner (no pytest fixtures reach it)."""
+
+from __future__ import annotations
+
+import io
+import sys
+import unittest
+
+import pytest
+import torch
+
+from pytest_trtcap import TrtCapabilityMixin
+
+
+class Seen(TrtCapabilityMixin, unittest.TestCase):
+    """Records what the mixin answers; the test methods are run by ``run_case`` below, not collected."""
+
+    __test__ = False
+    answers: dict = {}
+
+    def test_answers(self) -> None:
+        Seen.answers = {
+            "turing": self.trt_targets_turing,
+            "dtype": self.turing_safe_gemm_dtype,
+            "origin": self.trt_capability.origin,
+            "counts": tuple(self.expected_partition_counts((1, 0), (1, 2))),
+        }
+
+    def test_dtype(self) -> None:
+        self.turing_safe_gemm_dtype  # noqa: B018  (the property skips where torch is missing)
+
+
+def run_case(name: str) -> unittest.TestResult:
+    result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(Seen(name))
+    assert not result.errors and not result.failures, result.errors + result.failures
+    return result
+
+
+@pytest.mark.parametrize("declared, turing, dtype, counts", [
+    ("7.5", True, torch.float16, (1, 2)),
+    ("8.9", False, torch.float32, (1, 0)),
+    ("8.6,7.5", True, torch.float16, (1, 2)),
+])
+def test_the_mixin_answers_for_the_declared_targets(declared, turing, dtype, counts, targets):
+    targets(declared, origin="unittest ci")
+    run_case("test_answers")
+    assert Seen.answers == {"turing": turing, "dtype": dtype, "origin": "unittest ci", "counts": counts}
+
+
+def test_gemm_dtype_is_a_unittest_skip_naming_torch_where_torch_is_missing(monkeypatch, targets):
+    targets("7.5")
+    monkeypatch.setitem(sys.modules, "torch", None)  # ``import torch`` raises ImportError
+    result = run_case("test_dtype")
+    ((_, reason),) = result.skipped
+    assert reason == "trtcap: turing_safe_gemm_dtype needs torch, which is not installed"
+
+
+def test_bad_counts_fail_the_unittest_test(targets):
+    targets("8.9")
+    with pytest.raises(ValueError, match=r"^turing: expected \(acc, gpu\) non-negative integers, got \(1, -2\)$"):
+        Seen("test_answers").expected_partition_counts((1, 0), (1, -2))
