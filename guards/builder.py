@@ -92,7 +92,8 @@ class BuilderSwitch(NamedTuple):
     origin: str
 
 
-_switch = BuilderSwitch(True, "default")
+DEFAULT_SWITCH = BuilderSwitch(True, "default")
+_switch = DEFAULT_SWITCH
 
 
 class _SwitchUndo:

@@ -27,6 +27,11 @@ class GuardsState:
     fired: Optional[Tuple[Tuple[Tuple[str, str], int], ...]]  # None: not taken, and not restored
 
 
+def initial_state() -> GuardsState:
+    """The state the guards start in: nothing declared or neutralized, the builder switch at its default."""
+    return GuardsState(None, "", None, "", builder.DEFAULT_SWITCH, (), None)
+
+
 def state_snapshot(*, fired: bool = True) -> GuardsState:
     """The guards' state now. ``fired=False`` leaves the fired counts out (they grow by design as guards work)."""
     d = targets._declared

@@ -25,17 +25,25 @@ class Setting(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create in
         return f"{self.value} (from {self.source})"
 
 
-class Spec(NamedTuple):
-    dest: str  # attribute on Settings
-    option: str  # command-line flag
-    env: str
-    ini: str
-    help: str
-    parse: str  # the reading in settings.PARSERS: "targets", "target names", "bool" or "choice"
-    default: Any = None
-    kind: str = "value"  # "value", "flag" or "append"
-    metavar: Optional[str] = None
-    choices: Tuple[str, ...] = ()  # for "choice"
+class Spec:
+    """One setting's declaration. A plain class, not a NamedTuple: creating one of those costs more than the rest
+    of this module, and it loads in every pytest run."""
+
+    __slots__ = ("dest", "option", "env", "ini", "help", "parse", "default", "kind", "metavar", "choices")
+
+    def __init__(self, dest: str, option: str, env: str, ini: str, help: str, parse: str, default: Any = None,
+                 kind: str = "value", metavar: Optional[str] = None, choices: Tuple[str, ...] = ()) -> None:
+        self.dest = dest  # attribute on Settings
+        self.option = option  # command-line flag
+        self.env, self.ini, self.help = env, ini, help
+        self.parse = parse  # the reading in settings.PARSERS: "targets", "target names", "bool" or "choice"
+        self.default = default
+        self.kind = kind  # "value", "flag" or "append"
+        self.metavar = metavar
+        self.choices = choices  # for "choice"
+
+    def __repr__(self) -> str:
+        return f"Spec({self.dest!r}, {self.option!r})"
 
 
 SPECS: Tuple[Spec, ...] = (
@@ -107,28 +115,22 @@ def add_options(parser: pytest.Parser) -> None:
                       default=[] if spec.kind == "append" else "")
 
 
-class Given(NamedTuple):
-    """A raw value found for a setting, and where: the option, the variable or ``ini <key>``."""
-
-    raw: Any
-    source: str
-
-
-def given(config: pytest.Config, spec: Spec, early: bool = False) -> List[Given]:
-    """The raw values given for ``spec``, highest precedence first (command line, environment, ini file)."""
+def given(config: pytest.Config, spec: Spec, early: bool = False) -> List[Setting]:
+    """The raw values given for ``spec`` with their sources, highest precedence first (command line, environment,
+    ini file)."""
     out = []
     if early:  # before pytest_configure: only the known arguments are parsed
         cli = getattr(config.known_args_namespace, f"trtcap_{spec.dest}", None)
     else:
         cli = config.getoption(f"trtcap_{spec.dest}")
     if cli is not None:
-        out.append(Given(cli, spec.option))
+        out.append(Setting(cli, spec.option))
     env = os.environ.get(spec.env)
     if env is not None:
-        out.append(Given(env, spec.env))
+        out.append(Setting(env, spec.env))
     ini = config.getini(spec.ini)
     if ini not in ("", [], None):
-        out.append(Given(ini, f"ini {spec.ini}"))
+        out.append(Setting(ini, f"ini {spec.ini}"))
     return out
 
 

@@ -30,8 +30,18 @@ if TYPE_CHECKING:
 
 STATE = pytest.StashKey["TrtcapState"]()
 
-#: The guard library's modules that hold process state: loaded means the suite is using the guards.
+#: The guard library's modules that hold process state: until one is loaded, the guards are as they start.
 GUARDS_STATE_MODULES = ("trtcap_guards.targets", "trtcap_guards.registry", "trtcap_guards.builder")
+
+
+def _guards_changed() -> bool:
+    """Whether the guards' state differs from the state they start in (a conftest declared targets, say).
+    Loaded is not enough: the report header and the fixtures read the guards without changing them."""
+    if not any(name in sys.modules for name in GUARDS_STATE_MODULES):
+        return False
+    from trtcap_guards import state
+
+    return state.state_snapshot(fired=False) != state.initial_state()
 
 
 class RunningTest:
@@ -67,8 +77,7 @@ class TrtcapState:
         config = self.config
         hooks = config.hook
         return bool(
-            self.given or "torch_tensorrt" in sys.modules
-            or any(name in sys.modules for name in GUARDS_STATE_MODULES)
+            self.given or "torch_tensorrt" in sys.modules or _guards_changed()
             or hooks.pytest_trtcap_target_capabilities.get_hookimpls()
             or hooks.pytest_trtcap_isolated_state.get_hookimpls()
             or (getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput"))

@@ -25,8 +25,9 @@ ACTIVE_ONLY = ("pytest_trtcap.session", "pytest_trtcap.isolation", "pytest_trtca
                "trtcap_guards.registry", "trtcap_guards.capabilities", "trtcap_guards.gpuless")
 
 
-def _loaded(cwd: str, *args: str) -> list:
-    proc = subprocess.run([sys.executable, "-c", PROBE.format(args=["-q", "-p", "no:cacheprovider", *args])],
+def _loaded(cwd: str, *args: str, quiet: bool = True) -> list:
+    args = ("-q",) * quiet + ("-p", "no:cacheprovider", *args)
+    proc = subprocess.run([sys.executable, "-c", PROBE.format(args=list(args))],
                           capture_output=True, text=True, cwd=cwd, check=False)
     line = next((line for line in proc.stdout.splitlines() if line.startswith("MODULES ")), None)
     assert line is not None, proc.stdout + proc.stderr
@@ -56,6 +57,14 @@ def test_an_unrelated_suite_that_runs_its_tests_loads_nothing_of_the_active_plug
     assert "pytest_trtcap.plugin" in loaded  # the plugin did load and configure
     assert [m for m in ACTIVE_ONLY if m in loaded] == []
     assert not [m for m in loaded if m == "torch" or m.startswith("torch.")]
+
+
+def test_the_report_header_and_a_fixture_read_the_guards_without_waking_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(UNRELATED + "\n\ndef test_reads(trt_capability):\n    assert trt_capability.reason\n")
+    loaded = _loaded(str(pytester.path), "-v", quiet=False)
+    assert "trtcap_guards.targets" in loaded and "pytest_trtcap.report_lines" in loaded  # the header, the fixture
+    woken = ("pytest_trtcap.session", "pytest_trtcap.isolation", "pytest_trtcap.held_state", "pytest_trtcap.settings")
+    assert [m for m in woken if m in loaded] == []
 
 
 def test_the_same_suite_under_a_setting_loads_the_active_plugin(pytester: pytest.Pytester) -> None:
