@@ -1,13 +1,16 @@
-"""Capability markers, generated from the guards' rules table, and the skip decision they share."""
+"""Capability markers, generated from the guards' rules table, and the skip decision they share.
+
+The table loads with the plugin (every run registers the markers); the predicate only when a marker is read.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-import trtcap_guards as guards
+from trtcap_guards import rules
 from trtcap_guards.environment import format_capability
 
-if TYPE_CHECKING:  # the rules and the predicate load when a marker is first registered or read, not with the plugin
+if TYPE_CHECKING:
     from trtcap_guards.rules import Rule
 
 SKIP_PREFIX = "trtcap: "
@@ -30,16 +33,16 @@ def uses_markers(items: Any, names: Tuple[str, ...]) -> bool:
 
 def capability_markers() -> Dict[str, Tuple[Rule, ...]]:
     """Marker name -> rules, in table order (``trt_fp32_gemm``, ``trt_cdist_matmul``, ...)."""
-    return guards.markers()
+    return rules.markers()
 
 
 def marker_lines() -> List[str]:
     """ini ``markers`` lines: name, signature and help, generated from the table."""
     lines = []
-    for name, rules in capability_markers().items():
-        caps = ", ".join(sorted({f"SM {format_capability(r.capability)}" for r in rules}))
-        what = rules[0].cannot_serve
-        ops = sorted({t for r in rules for t in r.targets})
+    for name, group in capability_markers().items():
+        caps = ", ".join(sorted({f"SM {format_capability(r.capability)}" for r in group}))
+        what = group[0].cannot_serve
+        ops = sorted({t for r in group for t in r.targets})
         lines.append(
             f"{name}: skip when TensorRT-RTX cannot serve {what} on the declared targets ({caps}; "
             f"ops: {', '.join(ops)}). Takes no arguments."

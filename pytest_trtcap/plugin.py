@@ -15,7 +15,7 @@ import pytest
 
 from trtcap_guards import first_use, import_hook
 
-from . import hooks, markers, options
+from . import fixtures, hooks, markers, options
 from .options import SPECS, Settings
 from .state import STATE, TrtcapState
 
@@ -55,8 +55,6 @@ def pytest_configure(config: pytest.Config) -> None:
         resolved = Settings()
     state = TrtcapState(config, resolved, given)
     config.stash[STATE] = state
-    from . import fixtures
-
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, "trtcap-fixtures")
     if given or resolved.target_sm.source != "default":

@@ -56,10 +56,10 @@ def test_importing_the_package_loads_none_of_its_modules() -> None:
     assert _loaded("import pytest_trtcap") == ["pytest_trtcap"]
 
 
-def test_importing_the_plugin_loads_registration_only() -> None:
+def test_importing_the_plugin_loads_registration_and_configuration_only() -> None:
     loaded = _loaded("import pytest_trtcap.plugin")
     for later in ("pytest_trtcap.partitions", "pytest_trtcap.unittest_support", "pytest_trtcap.audit",
-                  "pytest_trtcap.trt_close", "pytest_trtcap.session", "pytest_trtcap.fixtures",
+                  "pytest_trtcap.trt_close", "pytest_trtcap.session", "pytest_trtcap.settings",
                   "pytest_trtcap.report_lines", "pytest_trtcap.hook_results", "pytest_trtcap.errors"):
         assert later not in loaded, loaded
 

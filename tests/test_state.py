@@ -59,6 +59,19 @@ def test_an_unrelated_suite_that_runs_its_tests_loads_nothing_of_the_active_plug
     assert not [m for m in loaded if m == "torch" or m.startswith("torch.")]
 
 
+def test_a_quiet_run_of_an_unrelated_suite_loads_nothing_beyond_what_the_plugin_import_loaded(
+    pytester: pytest.Pytester,
+) -> None:
+    """Everything a dormant session pays for is in the import (which the benchmark measures): nothing later."""
+    pytester.makepyfile(UNRELATED)
+    code = PROBE.replace("rc = pytest.main({args!r})", "import pytest_trtcap.plugin")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    imported = json.loads(proc.stdout.split("MODULES ", 1)[1])
+    ran = _loaded(str(pytester.path))
+    assert "pytest_trtcap.plugin" in imported
+    assert sorted(set(ran) - set(imported)) == []
+
+
 def test_the_report_header_and_a_fixture_read_the_guards_without_waking_it(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(UNRELATED + "\n\ndef test_reads(trt_capability):\n    assert trt_capability.reason\n")
     loaded = _loaded(str(pytester.path), "-v", quiet=False)
