@@ -18,41 +18,44 @@ if __name__ != "trtcap_guards":
 import importlib
 from typing import Any, Dict, List
 
-#: Public name -> (submodule, attribute). Imported on first use (PEP 562): the pytest plugin loads in every pytest
-#: run of an environment, and most runs never ask the guards anything.
-_EXPORTS: Dict[str, tuple] = {
-    **{name: ("builder", name) for name in (
-        "BuilderTargets", "apply_builder_targets", "builder_targets", "builder_targets_enabled",
-        "builder_targets_installed", "enable_builder_targets", "plan_builder_targets",
-        "upstream_sets_builder_targets")},
-    **{name: ("gpuless", name) for name in ("answer_device_queries", "import_torch_tensorrt")},
-    **{name: ("import_hook", name) for name in ("install_import_hook", "remove_import_hook")},
-    "gpu_less_import_status": ("gpuless", "status"),
-    **{name: ("registry", name) for name in (
-        "fired", "install", "installed", "is_installed", "neutralize", "neutralized", "parse_target_name", "uninstall",
-        "upstream_guarded_targets")},
-    **{name: ("rules", name) for name in ("RULES", "Rule", "explicit_targets", "markers", "rules_for")},
-    "unreviewed_targets": ("review", "unreviewed_targets"),
-    **{name: ("state", name) for name in ("GuardsState", "restore_state", "state_snapshot")},
-    **{name: ("environment", name) for name in ("ENV_BACKEND", "ENV_TARGETS")},
-    **{name: ("targets", name) for name in (
-        "RTX_SUPPORTED", "TURING", "CapabilityDecision", "UnsupportedTargetWarning", "capability_decision",
-        "clear_declared_targets", "declare_backend", "declare_targets", "format_targets",
-        "get_target_compute_capabilities", "parse_backend", "parse_targets", "torch_tensorrt_version",
-        "trt_rtx_targets_turing", "turing_safe_gemm_dtype")},
-    **{name: ("validators", name) for name in (
-        "VALIDATORS", "attention_capability_validator", "bf16_capability_validator",
-        "cdist_forward_capability_validator", "convolution_capability_validator", "gemm_capability_validator",
-        "rejecting_rule")},
+#: Public name -> the submodule that defines it (``submodule.attribute`` where the names differ). Imported on first
+#: use (PEP 562): the pytest plugin loads in every pytest run of an environment, and most runs never ask the
+#: guards anything.
+_EXPORTS: Dict[str, str] = {
+    "BuilderTargets": "builder", "apply_builder_targets": "builder", "builder_targets": "builder",
+    "builder_targets_enabled": "builder", "builder_targets_installed": "builder",
+    "enable_builder_targets": "builder", "plan_builder_targets": "builder",
+    "upstream_sets_builder_targets": "builder",
+    "answer_device_queries": "gpuless", "import_torch_tensorrt": "gpuless",
+    "gpu_less_import_status": "gpuless.status",
+    "install_import_hook": "import_hook", "remove_import_hook": "import_hook",
+    "fired": "registry", "install": "registry", "installed": "registry", "is_installed": "registry",
+    "neutralize": "registry", "neutralized": "registry", "parse_target_name": "registry", "uninstall": "registry",
+    "upstream_guarded_targets": "registry",
+    "RULES": "rules", "Rule": "rules", "explicit_targets": "rules", "markers": "rules", "rules_for": "rules",
+    "unreviewed_targets": "review",
+    "GuardsState": "state", "restore_state": "state", "state_snapshot": "state",
+    "ENV_BACKEND": "environment", "ENV_TARGETS": "environment",
+    "RTX_SUPPORTED": "targets", "TURING": "targets", "CapabilityDecision": "targets",
+    "UnsupportedTargetWarning": "targets", "capability_decision": "targets", "clear_declared_targets": "targets",
+    "declare_backend": "targets", "declare_targets": "targets", "format_targets": "targets",
+    "get_target_compute_capabilities": "targets", "parse_backend": "targets", "parse_targets": "targets",
+    "torch_tensorrt_version": "targets", "trt_rtx_targets_turing": "targets", "turing_safe_gemm_dtype": "targets",
+    "VALIDATORS": "validators", "attention_capability_validator": "validators",
+    "bf16_capability_validator": "validators", "cdist_forward_capability_validator": "validators",
+    "convolution_capability_validator": "validators", "gemm_capability_validator": "validators",
+    "rejecting_rule": "validators",
 }
 _SUBMODULES = ("builder", "capabilities", "distributions", "environment", "first_use", "gpuless", "import_hook",
                "node_checks", "registry", "review", "review_2_14", "rules", "state", "targets", "validators")
 
+__all__ = sorted(_EXPORTS)
+
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        module, attribute = _EXPORTS[name]
-        value = getattr(importlib.import_module(f".{module}", __name__), attribute)
+        module, _, attribute = _EXPORTS[name].partition(".")
+        value = getattr(importlib.import_module(f".{module}", __name__), attribute or name)
     elif name in _SUBMODULES:
         value = importlib.import_module(f".{name}", __name__)
     else:
@@ -64,18 +67,3 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> List[str]:
     return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))
 
-
-__all__ = [
-    "BuilderTargets", "apply_builder_targets", "builder_targets", "builder_targets_enabled",
-    "builder_targets_installed", "enable_builder_targets", "plan_builder_targets", "upstream_sets_builder_targets",
-    "GuardsState", "restore_state", "state_snapshot",
-    "CapabilityDecision", "ENV_BACKEND", "ENV_TARGETS", "RTX_SUPPORTED", "RULES", "Rule", "TURING",
-    "UnsupportedTargetWarning", "VALIDATORS", "answer_device_queries", "attention_capability_validator",
-    "bf16_capability_validator", "capability_decision", "cdist_forward_capability_validator",
-    "clear_declared_targets", "convolution_capability_validator", "declare_backend", "declare_targets",
-    "explicit_targets", "fired", "format_targets", "gemm_capability_validator", "get_target_compute_capabilities",
-    "gpu_less_import_status", "import_torch_tensorrt", "install", "install_import_hook", "installed",
-    "is_installed", "markers", "remove_import_hook", "neutralize", "neutralized", "parse_backend", "parse_target_name",
-    "parse_targets", "rejecting_rule", "rules_for", "torch_tensorrt_version", "trt_rtx_targets_turing",
-    "turing_safe_gemm_dtype", "uninstall", "unreviewed_targets", "upstream_guarded_targets",
-]

@@ -25,21 +25,7 @@ _EXPORTS: Dict[str, str] = {
     "unservable_placements": "audit",
 }
 
-__all__ = [
-    "PartitionCounts",
-    "TrtCapabilityMixin",
-    "TrtcapAuditError",
-    "TrtcapLeakError",
-    "TrtcapLeakWarning",
-    "UnservablePlacement",
-    "assert_servable_placements",
-    "assert_partition_counts",
-    "assert_trt_close",
-    "count_partitions",
-    "describe_partitions",
-    "expected_partition_counts",
-    "unservable_placements",
-]
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
