@@ -141,7 +141,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
         report.result, markers.marker_names())
     if uses or state.settings.needs_gpu.value == "skip":
         state.activate()
-        from .session import check_collect_report
+        from .collect_checks import check_collect_report
 
         check_collect_report(report, collector, state)
     return report

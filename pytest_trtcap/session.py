@@ -39,23 +39,6 @@ _SETUP_FIXTURES = (
 )
 
 
-def check_collect_report(report: pytest.CollectReport, collector: pytest.Collector,
-                         state: Optional[TrtcapState]) -> None:
-    """A collection error that needs a GPU skips (``--trtcap-needs-gpu skip``); capability markers given
-    arguments fail the module's collection, naming the test and the arguments."""
-    if report.outcome == "failed" and state is not None and state.settings.needs_gpu.value == "skip":
-        from . import needs_gpu_report
-
-        needs_gpu_report.convert_collect_report(report, collector)
-    if report.outcome == "passed" and report.result:
-        items = [item for item in report.result if isinstance(item, pytest.Item)]
-        problems = [p for item in items for p in markers.bad_marker_usage(item)]
-        if problems:
-            report.outcome = "failed"
-            report.longrepr = "trtcap: " + "\n".join(problems)
-            report.result = []
-
-
 def loaded_registry() -> Any:
     """The guards' registry module where something loaded it; a session that never did has nothing to report
     from it, and loading it only to say so would cost every unrelated pytest run."""

@@ -139,13 +139,6 @@ def test_a_fixture_that_first_uses_the_guards_and_cleans_up_is_no_leak(pytester:
     assert "leaked" not in result.stdout.str()
 
 
-def test_a_marker_given_arguments_fails_collection_in_a_session_that_sets_nothing(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile("import pytest\n\n@pytest.mark.trt_fp32_gemm(7)\ndef test_marked():\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*@pytest.mark.trt_fp32_gemm takes no arguments, got (7)*"])
-
-
 def test_a_conftest_in_a_subfolder_implementing_the_state_hook_is_held(pytester: pytest.Pytester) -> None:
     """Found during collection, after configure: the session wakes before the first test."""
     pytester.makepyfile(cache="CACHE = []\n")
