@@ -67,3 +67,15 @@ def test_a_leak_under_warnings_as_errors_errors_the_leaker_only(pytester: pytest
     _check_leaker_errored_and_next_passed(result)
     assert (pytester.path / "finalizer-ran").read_text() == "yes", "the leaking test's finalizer did not run"
     result.stdout.fnmatch_lines(["*- trtcap -*", "leaks: 1 test(s) left global state changed (restored)"])
+
+
+@pytest.mark.parametrize("where", ["pytest_trtcap", "trtcap_guards"])
+def test_the_unsupported_target_warning_can_be_named_through_either_package(pytester: pytest.Pytester,
+                                                                           where: str) -> None:
+    """Both packages export it: a filter naming the plugin's package works like one naming the guards'."""
+    pytester.makepyfile("def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-target-sm", "9.0",
+                                           "-W", f"error::{where}.UnsupportedTargetWarning")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*trtcap: --trt-target-sm*9.0*UnsupportedTargetWarning is an error under the "
+                                 "warnings filter*"])
