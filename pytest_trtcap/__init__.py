@@ -16,6 +16,7 @@ _EXPORTS: Dict[str, str] = {
     "TrtcapLeakError": "errors",
     "TrtcapLeakWarning": "errors",
     "UnservablePlacement": "audit",
+    "UnsupportedTargetWarning": "errors",
     "assert_servable_placements": "audit",
     "assert_partition_counts": "partitions",
     "assert_trt_close": "trt_close",

@@ -1,4 +1,8 @@
-"""The warning and error a leaking test gets; exported from ``pytest_trtcap`` so warnings filters can name them."""
+"""The warnings and the error the plugin issues; exported from ``pytest_trtcap`` so warnings filters can name
+them. ``UnsupportedTargetWarning`` belongs to the guards (``trtcap_guards``), which issue it too; it is the same
+class under both names."""
+
+from trtcap_guards.capabilities import UnsupportedTargetWarning  # noqa: F401 - re-exported
 
 
 class TrtcapLeakWarning(UserWarning):
