@@ -89,3 +89,15 @@ def test_the_public_names_load_on_first_use() -> None:
         import pytest_trtcap
 
         pytest_trtcap.no_such_name  # noqa: B018
+
+
+@pytest.mark.parametrize("name", ["pytest_trtcap", "pytest_trtcap.plugin", "trtcap_guards"])
+def test_naming_the_packages_in_pytest_plugins_is_harmless_under_warnings_as_errors(
+    pytester: pytest.Pytester, name: str
+) -> None:
+    """The entry point imported them before the conftest names them: pytest must not warn that it cannot rewrite
+    their asserts (they have none to rewrite)."""
+    pytester.makeconftest(f"pytest_plugins = [{name!r}]\n")
+    pytester.makepyfile("def test_one(trt_capability):\n    assert trt_capability.reason\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error")
+    result.assert_outcomes(passed=1)
