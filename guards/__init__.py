@@ -7,6 +7,9 @@ package imports neither torch nor torch_tensorrt; functions import what they nee
 The folder is ``guards/`` in the repository and installs as ``trtcap_guards``. Imported under any other name
 (``import guards`` from a checkout), it refuses at once: a second copy would hold a second, disagreeing set of
 declarations, neutralizations and fired counts in the same process.
+
+PYTEST_DONT_REWRITE: the pytest plugin imports this package before any conftest can name it in ``pytest_plugins``,
+and pytest would warn that it cannot rewrite asserts it does not have (an error under ``-W error``).
 """
 
 if __name__ != "trtcap_guards":

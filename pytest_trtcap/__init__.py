@@ -3,6 +3,9 @@
 Importing this package imports neither torch nor torch_tensorrt, nor any of its own modules: every public name
 is loaded on first use (PEP 562). The plugin (``pytest_trtcap.plugin``) loads this package in every pytest run of
 the environment, and most runs never ask for these names.
+
+PYTEST_DONT_REWRITE: the entry point imports this package before any conftest can name it in ``pytest_plugins``,
+and pytest would warn that it cannot rewrite asserts it does not have (an error under ``-W error``).
 """
 
 import importlib
