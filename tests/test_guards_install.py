@@ -324,3 +324,14 @@ def test_neutralize_rejects_a_target_the_live_registry_does_not_have(tt):
         guards.neutralize("aten.nosuchop.default")
     with guards.neutralize("aten.relu.default") as name:  # guarded by the BF16 rule, registered
         assert name in guards.neutralized()
+
+
+def test_the_guards_and_isolation_find_the_one_live_registry(converter_registry):
+    """Installing, the review and the plugin's isolation all reach the object Torch-TensorRT registers into."""
+    from pytest_trtcap import held_registry
+    from trtcap_guards.live_registry import converter_registry as imported
+    from trtcap_guards.live_registry import loaded_converter_registry
+
+    assert loaded_converter_registry() is converter_registry
+    assert imported() is converter_registry
+    assert held_registry.registry_snapshot().registries is converter_registry.registries
