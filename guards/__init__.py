@@ -45,8 +45,8 @@ _EXPORTS: Dict[str, tuple] = {
         "cdist_forward_capability_validator", "convolution_capability_validator", "gemm_capability_validator",
         "rejecting_rule")},
 }
-_SUBMODULES = ("builder", "capabilities", "distributions", "environment", "gpuless", "registry", "review",
-               "review_2_14", "rules", "state", "targets", "validators")
+_SUBMODULES = ("builder", "capabilities", "distributions", "environment", "gpuless", "live_registry", "registry",
+               "review", "review_2_14", "rules", "state", "targets", "validators")
 
 
 def __getattr__(name: str) -> Any:
