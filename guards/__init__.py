@@ -50,6 +50,7 @@ _EXPORTS: Dict[str, str] = {
     "rejecting_rule": "validators",
 }
 _SUBMODULES = ("builder", "capabilities", "distributions", "environment", "first_use", "gpuless", "import_hook",
+               "live_registry",
                "node_checks", "registry", "review", "review_2_14", "rules", "state", "targets", "validators")
 
 __all__ = sorted(_EXPORTS)

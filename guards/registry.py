@@ -10,18 +10,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-import sys
 from collections import Counter
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Tuple
 
 from . import first_use
 from .builder import install_builder_targets, uninstall_builder_targets
+from .live_registry import converter_registry, loaded_converter_registry
 from .rules import ALL_TARGETS, RULES, Rule, explicit_targets, rules_for, target_name_of
 from .validators import rejecting_rule
 
 _LOG = logging.getLogger("trtcap_guards")
-REGISTRY_MODULE = "torch_tensorrt.dynamo.conversion._ConverterRegistry"
 _ORIGINAL = "_trtcap_original"  # attribute on a guarded validator: the ConverterSupport it replaced
 
 #: Targets whose guard is switched off (a count per target, so neutralize() nests).
@@ -32,18 +31,9 @@ _fired: Counter = Counter()
 _TARGET_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*){1,2}$")
 
 
-def _registry() -> Any:
-    from .gpuless import import_torch_tensorrt
-
-    import_torch_tensorrt()
-    from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_CONVERTERS
-
-    return DYNAMO_CONVERTERS
-
-
 def registry_dicts(registry: Any = None) -> List[Dict[Any, Any]]:
     """Every dict registry of ``DYNAMO_CONVERTERS`` (target -> list of ConverterSupport)."""
-    registry = registry if registry is not None else _registry()
+    registry = registry if registry is not None else converter_registry()
     return [r for r in getattr(registry, "registries", ()) if isinstance(r, dict)]
 
 
@@ -123,10 +113,11 @@ def uninstall() -> int:
     it here would cost seconds and, on a host without CUDA, answer its device queries as a side effect.
     """
     uninstall_builder_targets()
-    if REGISTRY_MODULE not in sys.modules:
+    registry = loaded_converter_registry()
+    if registry is None:
         return 0
     restored = 0
-    for table in registry_dicts():
+    for table in registry_dicts(registry):
         for entries in table.values():
             if not isinstance(entries, list):
                 continue
@@ -139,9 +130,10 @@ def uninstall() -> int:
 
 def is_installed() -> bool:
     """Whether any guard sits in the live registry (read from the registry, never a stale flag)."""
-    if REGISTRY_MODULE not in sys.modules:
+    registry = loaded_converter_registry()
+    if registry is None:
         return False
-    return any(_is_guarded(s) for t in registry_dicts() for e in t.values() if isinstance(e, list) for s in e)
+    return any(_is_guarded(s) for t in registry_dicts(registry) for e in t.values() if isinstance(e, list) for s in e)
 
 
 def upstream_guarded_targets() -> Tuple[str, ...]:
@@ -185,8 +177,9 @@ class neutralize:
 
     def __init__(self, target: Any) -> None:
         self.target = parse_target_name(target, "neutralize")
-        if REGISTRY_MODULE in sys.modules and self.target not in explicit_targets():
-            known = {target_name_of(t) for table in registry_dicts() for t in table}
+        registry = loaded_converter_registry()
+        if registry is not None and self.target not in explicit_targets():
+            known = {target_name_of(t) for table in registry_dicts(registry) for t in table}
             if self.target not in known:
                 raise ValueError(f"neutralize: {self.target!r} is not a registered converter target")
 

@@ -9,10 +9,10 @@ into a list instead of a silent hole; the plugin's header and summary say how ma
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-from .registry import REGISTRY_MODULE, registry_dicts
+from .live_registry import loaded_converter_registry
+from .registry import registry_dicts
 from .review_2_14 import NONE, REVIEW, TORCH_TENSORRT_VERSION
 from .rules import ALL_TARGETS, RULES, Rule, target_name_of
 
@@ -50,7 +50,7 @@ def describe_unreviewed() -> Optional[str]:
 
     Never imports torch_tensorrt: until the suite imports it there is no live registry to review.
     """
-    registry = getattr(sys.modules.get(REGISTRY_MODULE), "DYNAMO_CONVERTERS", None)
+    registry = loaded_converter_registry()
     if registry is None:  # not imported, or its import failed half-way
         return None
     try:

@@ -1,15 +1,15 @@
 """The converter registry as isolation holds it: its list of registry dicts, each dict, each target's candidates,
 and its compilation settings and ``disallowed_targets``, compared by value and restored in place.
 
-Split from ``held_state`` (which lists every held spec); nothing here imports torch_tensorrt.
+Split from ``held_state`` (which lists every held spec); nothing here imports torch_tensorrt. The registry is
+found where the guards find it (``trtcap_guards.live_registry``); a spec is active only while its module is loaded.
 """
 
 from __future__ import annotations
 
-import sys
 from typing import Any, List, NamedTuple, Tuple
 
-REGISTRY_MODULE = "torch_tensorrt.dynamo.conversion._ConverterRegistry"
+from trtcap_guards.live_registry import REGISTRY_MODULE, loaded_converter_registry
 
 
 def name_of(target: Any) -> str:
@@ -34,7 +34,10 @@ class RegistrySnapshot(NamedTuple):
 
 
 def _registry() -> Any:
-    return sys.modules[REGISTRY_MODULE].DYNAMO_CONVERTERS
+    registry = loaded_converter_registry()
+    if registry is None:  # the specs' ``available`` says so first; reaching here unloaded is a bug of ours
+        raise LookupError(f"{REGISTRY_MODULE}.DYNAMO_CONVERTERS is not loaded")
+    return registry
 
 
 def registry_snapshot() -> RegistrySnapshot:

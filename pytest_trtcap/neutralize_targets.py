@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import sys
 from contextlib import ExitStack
 from typing import Dict, Iterable, Optional
 
@@ -24,12 +23,15 @@ import trtcap_guards as guards
 
 def registered_targets() -> Optional[Dict[str, str]]:
     """Lower-cased name -> name of every converter target; None while the registry is not imported."""
-    from trtcap_guards.registry import REGISTRY_MODULE, registry_dicts
+    from trtcap_guards.live_registry import loaded_converter_registry
+
+    registry = loaded_converter_registry()
+    if registry is None:
+        return None
+    from trtcap_guards.registry import registry_dicts
     from trtcap_guards.rules import target_name_of
 
-    if REGISTRY_MODULE not in sys.modules:
-        return None
-    names = {target_name_of(t) for table in registry_dicts() for t in table}
+    names = {target_name_of(t) for table in registry_dicts(registry) for t in table}
     return {name.lower(): name for name in names}
 
 

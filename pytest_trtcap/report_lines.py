@@ -66,9 +66,9 @@ def _guards_text(state: TrtcapState) -> str:
 
 def review_line() -> Optional[str]:
     """The registry review's line once the suite has imported the converter registry (never imports it)."""
-    if "torch_tensorrt" not in sys.modules:  # nor the registry, a submodule of it: the guards' registry stays unloaded
-        return None
-    if guards.registry.REGISTRY_MODULE not in sys.modules:
+    from trtcap_guards.live_registry import loaded_converter_registry
+
+    if loaded_converter_registry() is None:  # the guards' registry and review modules stay unloaded
         return None
     from trtcap_guards.review import describe_unreviewed
 

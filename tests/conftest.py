@@ -31,12 +31,11 @@ except ImportError:  # pragma: no cover - hypothesis is a test extra
 
 @pytest.fixture(autouse=True)
 def no_trtcap_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A developer's shell must not steer these runs (nor cut summary lines at 80 columns)."""
+    """A developer's shell must not steer these runs."""
     from pytest_trtcap.settings import SPECS
 
     for spec in SPECS:
         monkeypatch.delenv(spec.env, raising=False)
-    monkeypatch.setenv("COLUMNS", "240")
 
 
 @pytest.fixture(scope="session")

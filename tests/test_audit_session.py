@@ -74,7 +74,7 @@ def test_plugin_audit_finds_nothing_with_guards_on_or_at_ada(suite, args):
 
 def test_plugin_audit_is_an_error_under_strict(suite):
     result = suite.runpytest("-p", "no:randomly", "--trt-target-sm", "7.5", "--trtcap-guards", "off",
-                             "--trtcap-audit", "--trtcap-strict")
+                             "--trtcap-audit", "--trtcap-strict", "-vv")  # -vv: the ERROR line whole at any width
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines([
         "*TrtcapAuditError: trtcap: test_model.py::test_conv_model_ending_in_fp32_linear placed 1 node(s) on "

@@ -36,6 +36,18 @@ def test_importing_the_plugin_loads_the_rules_table_but_neither_checks_predicate
         assert heavy not in loaded, loaded
 
 
+def test_the_isolations_registry_access_loads_no_heavy_module_and_imports_nothing() -> None:
+    """Per-test isolation reaches the converter registry where the guards do (``live_registry``): loading it, and
+    asking while nothing imported Torch-TensorRT, loads neither the guards' rules and registry nor torch."""
+    loaded = _loaded("import pytest_trtcap.held_registry\n"
+                     "from trtcap_guards.live_registry import loaded_converter_registry\n"
+                     "assert loaded_converter_registry() is None")
+    assert "trtcap_guards.live_registry" in loaded, loaded
+    for heavy in ("trtcap_guards.rules", "trtcap_guards.targets", "trtcap_guards.registry",
+                  "trtcap_guards.validators", "trtcap_guards.builder", "trtcap_guards.gpuless", "torch"):
+        assert heavy not in loaded, loaded
+
+
 def test_every_exported_name_resolves_and_is_listed() -> None:
     code = ("import trtcap_guards as g\n"
             "missing = [n for n in g.__all__ if getattr(g, n, None) is None]\n"

@@ -32,7 +32,8 @@ class SuiteRun:
         return self.output.splitlines()
 
     def outcome(self, test: str) -> str:
-        """PASSED / FAILED / SKIPPED / ERROR of ``test`` (a node id's tail) from ``-rA``'s short summary."""
+        """PASSED / FAILED / SKIPPED / ERROR of ``test`` (a node id's tail) from ``-rA``'s short summary (whose
+        messages ``-vv`` keeps whole at any terminal width)."""
         found = [line.split()[0] for line in self.lines
                  if re.match(r"^(PASSED|FAILED|SKIPPED|ERROR|XFAIL) ", line) and test in line]
         assert found, f"{test} did not run\n{self.output[-4000:]}"
@@ -57,9 +58,9 @@ def run_suite(tmp: Path, *args: str) -> SuiteRun:
     work = tmp / "suite"
     shutil.copytree(SUITE, work)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRTCAP_", "PYTEST_"))}
-    env.update(CUDA_VISIBLE_DEVICES="", COLUMNS="240", PYTHONDONTWRITEBYTECODE="1")
+    env.update(CUDA_VISIBLE_DEVICES="", PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-rA",
-                           *args], cwd=str(work), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           "-vv", *args], cwd=str(work), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, timeout=600)
     return SuiteRun(proc.returncode, proc.stdout)
 
@@ -355,7 +356,7 @@ def cascade(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_cascade_without_the_plugin_fails_the_innocent_test(cascade: pytest.Pytester) -> None:
-    result = cascade.runpytest_subprocess("-p", "no:trtcap", "-p", "no:cacheprovider", "-rf")
+    result = cascade.runpytest_subprocess("-p", "no:trtcap", "-p", "no:cacheprovider", "-rf", "-vv")
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines([
         f"FAILED {CASCADE_NODE} - AssertionError: Lists differ*",
@@ -366,7 +367,7 @@ def test_cascade_without_the_plugin_fails_the_innocent_test(cascade: pytest.Pyte
 
 
 def test_cascade_with_the_plugin_only_the_culprit_fails_and_is_named(cascade: pytest.Pytester) -> None:
-    result = cascade.runpytest_subprocess("-p", "no:cacheprovider", "-rf")
+    result = cascade.runpytest_subprocess("-p", "no:cacheprovider", "-rf", "-vv")
     result.assert_outcomes(passed=2, failed=1, warnings=2)
     result.stdout.fnmatch_lines([f"FAILED {CASCADE_NODE} - AssertionError: Lists differ*"])
     result.stdout.fnmatch_lines([
@@ -381,7 +382,7 @@ def test_cascade_with_the_plugin_only_the_culprit_fails_and_is_named(cascade: py
 
 
 def test_cascade_under_strict_the_leaking_tests_error_in_teardown(cascade: pytest.Pytester) -> None:
-    result = cascade.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-strict", "-rfE", "-v")
+    result = cascade.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-strict", "-rfE", "-vv")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=2, failed=1, errors=2, warnings=2)
     result.stdout.fnmatch_lines(["trtcap: gpu-less import: *; isolation: strict (from --trtcap-strict)"])
@@ -432,7 +433,7 @@ FIXTURE_WHAT = "added ATOMIC_SUBGRAPHS entry (FixturePattern, (), True)"
 def test_a_fixture_leak_errors_the_test_in_teardown_under_strict_or_warnings_as_errors(
         pytester: pytest.Pytester, flags: List[str]) -> None:
     pytester.makepyfile(test_fixture_leak=FIXTURE_LEAK)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rE", *flags)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rE", "-vv", *flags)
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines([
         f"E*TrtcapLeakError: trtcap: {FIXTURE_SUBJECT} leaked global state (*): {FIXTURE_WHAT}",

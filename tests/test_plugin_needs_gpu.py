@@ -304,7 +304,7 @@ def test_fixtures_of_every_scope(pytester: pytest.Pytester) -> None:
     """A module-scoped fixture that needs a GPU skips each test using it (its cached error is re-raised for the
     second); a fixture finalizer that needs one stays a teardown error: only setup and call are converted."""
     pytester.makepyfile(test_fixtures=FIXTURES)
-    result = pytester.runpytest("--trtcap-needs-gpu", "skip", "-rA")
+    result = pytester.runpytest("--trtcap-needs-gpu", "skip", "-rA", "-vv")  # -vv: the ERROR line's message whole
     outcomes = _outcomes(result)
     assert outcomes["test_fixtures.py::test_first_user"] == "skipped"
     assert outcomes["test_fixtures.py::test_second_user"] == "skipped"

@@ -55,7 +55,7 @@ def _check_leaker_errored_and_next_passed(result: pytest.RunResult) -> None:
 @pytest.mark.parametrize("how", ["-W error", "ini filterwarnings = error"])
 def test_a_leak_under_warnings_as_errors_errors_the_leaker_only(pytester: pytest.Pytester, how: str) -> None:
     pytester.makepyfile(test_leaks=LEAKING_SUITE)
-    args = ["-p", "no:cacheprovider", "-rE", "-v"]
+    args = ["-p", "no:cacheprovider", "-rE", "-vv"]  # -vv: the ERROR line whole at any width
     if how == "-W error":
         args += ["-W", "error", "-W", "ignore::DeprecationWarning", "-W", "ignore::FutureWarning"]
     else:
