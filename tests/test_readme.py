@@ -117,3 +117,16 @@ def test_report_block_is_what_the_example_suite_prints_at_75():
     assert done.returncode == 0, done.stdout[-3000:]
     missing = [line for line in expected if line not in printed]
     assert missing == [], "\n".join(printed[:12] + ["..."] + printed[-12:])
+
+
+def test_the_layout_names_every_module_of_both_packages_and_nothing_else():
+    import re
+
+    section = README[README.index("## Layout"):]
+    guards_part, plugin_part = section.split("The plugin, `pytest_trtcap/`:")
+    plugin_part, runs_part = plugin_part.split("- `runs/`:")
+    for text, folder in ((guards_part, "guards"), (plugin_part, "pytest_trtcap"), (runs_part, "pytest_trtcap/runs")):
+        named = set(re.findall(r"`([A-Za-z_]\w*\.(?:py|json))`", text))
+        on_disk = {p.name for p in (ROOT / folder).iterdir()
+                   if p.suffix in (".py", ".json") and p.name != "__init__.py"}
+        assert (folder, sorted(on_disk - named), sorted(named - on_disk)) == (folder, [], [])
