@@ -126,7 +126,7 @@ def test_the_layout_names_every_module_of_both_packages_and_nothing_else():
     guards_part, plugin_part = section.split("The plugin, `pytest_trtcap/`:")
     plugin_part, runs_part = plugin_part.split("- `runs/`:")
     for text, folder in ((guards_part, "guards"), (plugin_part, "pytest_trtcap"), (runs_part, "pytest_trtcap/runs")):
-        named = set(re.findall(r"`([A-Za-z_]\w*\.(?:py|json))`", text))
+        named = set(re.findall(r"`([A-Za-z_][\w.]*\.(?:py|json))`", text))
         on_disk = {p.name for p in (ROOT / folder).iterdir()
                    if p.suffix in (".py", ".json") and p.name != "__init__.py"}
         assert (folder, sorted(on_disk - named), sorted(named - on_disk)) == (folder, [], [])
