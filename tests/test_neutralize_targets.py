@@ -11,7 +11,7 @@ import pytest
 
 import trtcap_guards as guards
 from pytest_trtcap import neutralize_targets
-from trtcap_guards.registry import REGISTRY_MODULE
+from trtcap_guards.live_registry import REGISTRY_MODULE
 
 pytestmark = pytest.mark.usefixtures("tt")
 
