@@ -1,0 +1,113 @@
+"""Dormant until used, attacked from outside: sessions that wake late (in a fixture of a wider scope, in
+``setUpClass``) and sessions whose markers arrive after collection reports. Behaviour through pytester, on what a
+user sees (outcomes, the ``trtcap`` summary, warnings)."""
+
+from __future__ import annotations
+
+import pytest
+
+RUN = ("-p", "no:cacheprovider", "-p", "no:randomly", "-rA")
+
+#: Tests that run after the first use, in a later module: they must find the guards as they start.
+AFTER = """
+import trtcap_guards as guards
+
+def test_after_1():
+    assert guards.capability_decision(probe_host=False).targets == ()
+
+def test_after_2():
+    assert guards.capability_decision(probe_host=False).targets == ()
+"""
+
+#: The first change of the guards' state, made by a fixture wider than a test that undoes it in its teardown.
+FIRST_USE_IN_A_WIDE_FIXTURE = {
+    "module fixture": """
+import pytest
+import trtcap_guards as guards
+
+@pytest.fixture(scope="module")
+def on_turing():
+    with guards.declare_targets("7.5", origin="module fixture"):
+        yield
+
+def test_1(on_turing):
+    assert guards.capability_decision().targets_turing
+
+def test_2(on_turing):
+    assert guards.capability_decision().targets_turing
+""",
+    "class fixture": """
+import pytest
+import trtcap_guards as guards
+
+class TestOnTuring:
+    @pytest.fixture(scope="class", autouse=True)
+    def on_turing(self):
+        with guards.declare_targets("7.5", origin="class fixture"):
+            yield
+
+    def test_1(self):
+        assert guards.capability_decision().targets_turing
+
+    def test_2(self):
+        assert guards.capability_decision().targets_turing
+""",
+    "setUpClass": """
+import unittest
+import trtcap_guards as guards
+
+class TestOnTuring(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.declared = guards.declare_targets("7.5", origin="setUpClass")
+        cls.declared.__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.declared.__exit__(None, None, None)
+
+    def test_1(self):
+        assert guards.capability_decision().targets_turing
+
+    def test_2(self):
+        assert guards.capability_decision().targets_turing
+""",
+}
+
+
+@pytest.mark.parametrize("where", sorted(FIRST_USE_IN_A_WIDE_FIXTURE))
+def test_a_wide_fixture_that_first_uses_the_guards_and_cleans_up_is_no_leak(pytester: pytest.Pytester,
+                                                                            where: str) -> None:
+    """Woken in a test's setup by a fixture that outlives that test: its own clean-up, in a later test's teardown,
+    is neither a leak of the next test nor undone by a 'restore' that would declare its targets again."""
+    pytester.makepyfile(test_a_first=FIRST_USE_IN_A_WIDE_FIXTURE[where], test_b_after=AFTER)
+    result = pytester.runpytest_subprocess(*RUN)
+    result.assert_outcomes(passed=4)
+    assert "leaked" not in result.stdout.str()
+
+
+TURING_HOST_CONFTEST = """
+import pytest
+import torch
+
+# the host's one CUDA device is a Turing GPU (this machine has none): what the guards probe when nothing declares
+torch.cuda.is_available = lambda: True
+torch.cuda.device_count = lambda: 1
+torch.cuda.get_device_capability = lambda index=0: (7, 5)
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        item.add_marker(pytest.mark.trt_fp32_gemm)
+"""
+
+
+def test_a_marker_added_in_collection_modifyitems_skips_in_a_session_that_sets_nothing(
+    pytester: pytest.Pytester,
+) -> None:
+    """No test carries a marker when its collector reports; a conftest adds it afterwards. On a Turing host the
+    test must still be skipped, as it is when the marker is written on the test."""
+    pytester.makeconftest(TURING_HOST_CONFTEST)
+    pytester.makepyfile("def test_gemm():\n    pass\n")
+    result = pytester.runpytest_subprocess(*RUN)
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*trtcap: TensorRT-RTX cannot serve FP32 GEMM on SM 7.5 (targets 7.5 from host*"])
