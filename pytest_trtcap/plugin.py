@@ -149,9 +149,11 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Conftests found during collection may implement our hooks, and test modules may have imported the guards."""
+    """Conftests found during collection may implement our hooks, test modules may have imported the guards, and
+    ``pytest_collection_modifyitems`` may have added our markers after the collectors reported."""
     state = session.config.stash.get(STATE, None)
-    if state is not None and state.session is None and state.in_use():
+    if state is not None and state.session is None and (
+            state.in_use() or markers.uses_markers(session.items, markers.marker_names())):
         state.activate()
 
 
