@@ -147,3 +147,17 @@ def test_a_body_leak_after_a_fixture_woke_the_session_is_named(pytester: pytest.
     result = pytester.runpytest_subprocess(*RUN, *settings)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_leaks_in_its_body -> guards: declared backend standard (from a leaky body)*"])
+
+
+def test_an_ill_shaped_state_hook_in_a_subfolder_conftest_is_a_usage_error_where_nothing_is_given(
+    pytester: pytest.Pytester,
+) -> None:
+    """Found during collection, the hook wakes the session once collection is done: its result is still checked
+    before the first test, a usage error (exit 4) naming the hook and file, not an error of every test."""
+    sub = pytester.mkpydir("sub")
+    (sub / "conftest.py").write_text(
+        "def pytest_trtcap_isolated_state(config):\n    return ('cache', lambda: 1, lambda saved: None)\n")
+    (sub / "test_it.py").write_text("def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess(*RUN)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(["*trtcap: hook pytest_trtcap_isolated_state in *conftest.py: expected a list*"])
