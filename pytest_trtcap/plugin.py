@@ -154,7 +154,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE, None)
     if state is not None and state.session is None and (
             state.in_use() or markers.uses_markers(session.items, markers.marker_names())):
-        state.activate()
+        state.activate().pytest_collection_finish(session)  # registered during this hook: pluggy would skip it
 
 
 def pytest_report_header(config: pytest.Config) -> Optional[List[str]]:
