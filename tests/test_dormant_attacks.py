@@ -210,3 +210,52 @@ def test_an_outer_test_that_leaks_after_an_inline_run_is_named_where_a_setting_i
     result = pytester.runpytest_subprocess(*RUN, "--trtcap-guards", "on")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_runs_a_suite_then_leaks -> guards: declared targets 8.9 (from outer body)*"])
+
+
+LONGER_FIXTURE_STARTED_AFTER_THE_WAKE = {
+    "conftest.py": """
+import pytest
+import trtcap_guards as guards
+
+@pytest.fixture(scope="session")
+def backend():
+    with guards.declare_backend("rtx", origin="session fixture"):
+        yield
+""",
+    "test_a_first.py": """
+import pytest
+import trtcap_guards as guards
+
+@pytest.fixture(scope="module")
+def on_turing():
+    with guards.declare_targets("7.5", origin="module fixture"):
+        yield
+
+def test_1(on_turing):
+    pass
+
+def test_2(on_turing, backend):
+    pass
+""",
+    "test_b_after.py": """
+import trtcap_guards as guards
+
+def test_after_1(backend):
+    assert guards.capability_decision(probe_host=False).targets == ()
+
+def test_after_2(backend):
+    assert guards.capability_decision(probe_host=False).targets == ()
+""",
+}
+
+
+def test_a_longer_fixture_started_after_the_wake_is_not_blamed_for_the_clean_up_of_the_one_that_woke_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """A module fixture wakes the session; a session fixture starts later, alive across that module's end. The
+    module fixture's clean-up is not the session fixture's leak (nor undone when the session fixture ends)."""
+    pytester.makepyfile(**LONGER_FIXTURE_STARTED_AFTER_THE_WAKE)
+    for given in (("--trtcap-strict",), ()):  # active from configure (the control), then woken by the fixture
+        result = pytester.runpytest_subprocess(*RUN, *given)
+        result.assert_outcomes(passed=4)
+        assert "leaked" not in result.stdout.str(), given
