@@ -157,6 +157,16 @@ class Isolation:
         """The latest open frame of ``fixture`` (a parametrized fixture may be set up again)."""
         return next((i for i in range(len(self.frames) - 1, -1, -1) if self.frames[i].fixture is fixture), None)
 
+    def unframed_finished(self) -> None:
+        """A fixture set up before any frame (the session was dormant then) ended: what it changed back is its
+        clean-up, kept. Every live frame started after it, so an object it changed is not checked for them."""
+        for spec in self.specs:
+            base = self.baselines.get(spec.label)
+            if base is not None and spec.available() and spec.changed(base):
+                for frame in self.frames:
+                    frame.before.pop(spec.label, None)
+        self._adopt(foreign=True)
+
     def fixture_finished(self, fixture: Any) -> Optional[FixtureEnd]:
         """A fixture's teardown ended: restore what it left changed. None when it had no frame."""
         index = self._frame_index(fixture)
