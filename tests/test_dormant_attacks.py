@@ -259,3 +259,15 @@ def test_a_longer_fixture_started_after_the_wake_is_not_blamed_for_the_clean_up_
         result = pytester.runpytest_subprocess(*RUN, *given)
         result.assert_outcomes(passed=4)
         assert "leaked" not in result.stdout.str(), given
+
+
+@pytest.mark.parametrize("given", [(), ("--trtcap-strict",)], ids=["nothing given", "a setting given"])
+@pytest.mark.xfail(strict=True, reason=(
+    "markers are read in pytest_runtest_setup before any fixture is set up (woken or not), so a marker a fixture "
+    "applies with request.applymarker is never seen; reading them again before the call would fix it"))
+def test_a_marker_applied_by_a_fixture_skips(pytester: pytest.Pytester, given: tuple) -> None:
+    pytester.makeconftest(TURING_HOST_CONFTEST.split("def pytest_collection_modifyitems")[0])
+    pytester.makepyfile("import pytest\n\n@pytest.fixture(autouse=True)\ndef gemm(request):\n"
+                        "    request.applymarker(pytest.mark.trt_fp32_gemm)\n\ndef test_gemm():\n    pass\n")
+    result = pytester.runpytest_subprocess(*RUN, *given)
+    result.assert_outcomes(skipped=1)
