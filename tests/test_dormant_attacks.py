@@ -271,3 +271,53 @@ def test_a_marker_applied_by_a_fixture_skips(pytester: pytest.Pytester, given: t
                         "    request.applymarker(pytest.mark.trt_fp32_gemm)\n\ndef test_gemm():\n    pass\n")
     result = pytester.runpytest_subprocess(*RUN, *given)
     result.assert_outcomes(skipped=1)
+
+
+# --- held up under attack: kept as regressions -----------------------------------------------------------------
+
+ODD_IDS = """
+import pytest
+import trtcap_guards as guards
+
+@pytest.mark.parametrize("x", ["a (call) b", "c (setup)", "d (teardown)", "e "])
+def test_odd(x):
+    if x.startswith(("a", "c")):
+        guards.declare_targets("8.9", origin=f"odd id {x}")
+
+def test_sees_nothing():
+    assert guards.capability_decision(probe_host=False).targets == ()
+"""
+
+
+def test_a_body_that_wakes_the_session_is_held_whatever_its_parametrize_id_says(pytester: pytest.Pytester) -> None:
+    """``PYTEST_CURRENT_TEST`` ends with the phase; ids holding a phase's text or spaces do not confuse it."""
+    pytester.makepyfile(ODD_IDS)
+    result = pytester.runpytest_subprocess(*RUN)
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines([
+        "*test_odd[[]a (call) b] -> guards: declared targets 8.9 (from odd id a (call) b), were none",
+        "*test_odd[[]c (setup)] -> guards: declared targets 8.9 (from odd id c (setup)), were none"])
+
+
+def test_a_test_interrupted_after_waking_the_session_is_named(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("import trtcap_guards as guards\n\ndef test_interrupted():\n"
+                        "    guards.declare_targets('8.9', origin='interrupted')\n    raise KeyboardInterrupt\n\n"
+                        "def test_never():\n    pass\n")
+    result = pytester.runpytest_subprocess(*RUN)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*test_interrupted -> guards: declared targets 8.9 (from interrupted), were none "
+                                 "(interrupted)"])
+
+
+def test_markers_on_modules_classes_and_unittest_classes_skip_on_a_turing_host_where_nothing_is_given(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(TURING_HOST_CONFTEST.split("def pytest_collection_modifyitems")[0])
+    pytester.makepyfile(
+        test_module="import pytest\n\npytestmark = pytest.mark.trt_fp32_gemm\n\ndef test_m():\n    pass\n",
+        test_classes="import unittest\nimport pytest\n\n@pytest.mark.trt_conv3d\nclass TestU(unittest.TestCase):\n"
+                     "    def test_u(self):\n        pass\n\nclass TestP:\n    pytestmark = [pytest.mark.trt_bf16]\n\n"
+                     "    def test_p(self):\n        pass\n")
+    result = pytester.runpytest_subprocess(*RUN, "--strict-markers", "-W", "error")
+    result.assert_outcomes(skipped=3)
+    result.stdout.fnmatch_lines(["capability skips: 3 (*)"])
