@@ -261,6 +261,22 @@ def test_a_longer_fixture_started_after_the_wake_is_not_blamed_for_the_clean_up_
         assert "leaked" not in result.stdout.str(), given
 
 
+
+def test_a_fixture_started_after_the_wake_that_leaks_in_its_teardown_is_still_named(pytester: pytest.Pytester) -> None:
+    """The fixture that woke the session ends first and cleans up; a session fixture started after the wake, that
+    left the guards alone in its setup, is still checked at its end, against the state after that clean-up."""
+    files = dict(LONGER_FIXTURE_STARTED_AFTER_THE_WAKE)
+    files["conftest.py"] = (
+        "import pytest\nimport trtcap_guards as guards\n\n@pytest.fixture(scope='session')\ndef backend():\n"
+        "    yield\n    guards.declare_backend('standard', origin='session teardown')\n")
+    pytester.makepyfile(**files)
+    result = pytester.runpytest_subprocess(*RUN)
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*(fixture 'backend', session scope, set up for test_a_first.py::test_2) -> guards: "
+                                 "declared backend standard (from session teardown), was none"])
+    assert "declared targets" not in result.stdout.str()
+
+
 @pytest.mark.parametrize("given", [(), ("--trtcap-strict",)], ids=["nothing given", "a setting given"])
 @pytest.mark.xfail(strict=True, reason=(
     "markers are read in pytest_runtest_setup before any fixture is set up (woken or not), so a marker a fixture "
