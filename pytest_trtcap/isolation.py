@@ -157,6 +157,20 @@ class Isolation:
         """The latest open frame of ``fixture`` (a parametrized fixture may be set up again)."""
         return next((i for i in range(len(self.frames) - 1, -1, -1) if self.frames[i].fixture is fixture), None)
 
+    def unframed_finished(self) -> None:
+        """A fixture set up before any frame (the session was dormant then) ended: what it changed back is its
+        clean-up, kept. Every live frame started after it: one that left an object alone in its setup found it as
+        this fixture left it and is checked against the clean-up; one that changed it cannot be checked for it."""
+        changed = [spec.label for spec in self.specs if self.baselines.get(spec.label) is not None
+                   and spec.available() and spec.changed(self.baselines[spec.label])]
+        self._adopt(foreign=True)
+        for label in changed:
+            for frame in self.frames:
+                if label in frame.after and frame.before.get(label) is frame.after[label]:
+                    frame.before[label] = frame.after[label] = self.baselines[label]
+                else:
+                    frame.before.pop(label, None)
+
     def fixture_finished(self, fixture: Any) -> Optional[FixtureEnd]:
         """A fixture's teardown ended: restore what it left changed. None when it had no frame."""
         index = self._frame_index(fixture)

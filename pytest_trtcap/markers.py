@@ -31,6 +31,14 @@ def uses_markers(items: Any, names: Tuple[str, ...]) -> bool:
     return False
 
 
+def carried_by_own_markers(items: Any, names: Tuple[str, ...]) -> bool:
+    """Whether any of ``items`` carries one of ``names`` among its own markers: where ``item.add_marker`` (in
+    ``pytest_collection_modifyitems``, say) puts a marker after its collector reported. Checked on every item of
+    every run, so it reads no parent (``uses_markers`` read what the collectors gave them)."""
+    wanted = frozenset(names)
+    return any(mark.name in wanted for item in items for mark in item.own_markers)
+
+
 def capability_markers() -> Dict[str, Tuple[Rule, ...]]:
     """Marker name -> rules, in table order (``trt_fp32_gemm``, ``trt_cdist_matmul``, ...)."""
     return rules.markers()

@@ -149,10 +149,12 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Conftests found during collection may implement our hooks, and test modules may have imported the guards."""
+    """Conftests found during collection may implement our hooks, test modules may have imported the guards, and
+    ``pytest_collection_modifyitems`` may have added our markers after the collectors reported."""
     state = session.config.stash.get(STATE, None)
-    if state is not None and state.session is None and state.in_use():
-        state.activate()
+    if state is not None and state.session is None and (
+            state.in_use() or markers.carried_by_own_markers(session.items, markers.marker_names())):
+        state.activate().pytest_collection_finish(session)  # registered during this hook: pluggy would skip it
 
 
 def pytest_report_header(config: pytest.Config) -> Optional[List[str]]:

@@ -125,6 +125,8 @@ class SessionPlugin:
         if fixturedef.scope == "function" and item is not None and not _isolated(item):
             isolation.adopt_outside()  # an opted-out test's own fixture: its teardown's changes are kept too
         end = isolation.fixture_finished(fixturedef)
+        if end is None:  # set up while the session was dormant, so never framed: its clean-up is kept
+            isolation.unframed_finished()
         if end is not None and end.changes and self.current is not None:
             self.fixture_leaks.append((_fixture_subject(fixturedef, self.current.nodeid, end.setup_for),
                                        end.changes))

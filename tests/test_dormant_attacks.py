@@ -1,0 +1,339 @@
+"""Dormant until used, attacked from outside: sessions that wake late (in a fixture of a wider scope, in
+``setUpClass``) and sessions whose markers arrive after collection reports. Behaviour through pytester, on what a
+user sees (outcomes, the ``trtcap`` summary, warnings)."""
+
+from __future__ import annotations
+
+import pytest
+
+RUN = ("-p", "no:cacheprovider", "-p", "no:randomly", "-rA")
+
+#: Tests that run after the first use, in a later module: they must find the guards as they start.
+AFTER = """
+import trtcap_guards as guards
+
+def test_after_1():
+    assert guards.capability_decision(probe_host=False).targets == ()
+
+def test_after_2():
+    assert guards.capability_decision(probe_host=False).targets == ()
+"""
+
+#: The first change of the guards' state, made by a fixture wider than a test that undoes it in its teardown.
+FIRST_USE_IN_A_WIDE_FIXTURE = {
+    "module fixture": """
+import pytest
+import trtcap_guards as guards
+
+@pytest.fixture(scope="module")
+def on_turing():
+    with guards.declare_targets("7.5", origin="module fixture"):
+        yield
+
+def test_1(on_turing):
+    assert guards.capability_decision().targets_turing
+
+def test_2(on_turing):
+    assert guards.capability_decision().targets_turing
+""",
+    "class fixture": """
+import pytest
+import trtcap_guards as guards
+
+class TestOnTuring:
+    @pytest.fixture(scope="class", autouse=True)
+    def on_turing(self):
+        with guards.declare_targets("7.5", origin="class fixture"):
+            yield
+
+    def test_1(self):
+        assert guards.capability_decision().targets_turing
+
+    def test_2(self):
+        assert guards.capability_decision().targets_turing
+""",
+    "setUpClass": """
+import unittest
+import trtcap_guards as guards
+
+class TestOnTuring(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.declared = guards.declare_targets("7.5", origin="setUpClass")
+        cls.declared.__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.declared.__exit__(None, None, None)
+
+    def test_1(self):
+        assert guards.capability_decision().targets_turing
+
+    def test_2(self):
+        assert guards.capability_decision().targets_turing
+""",
+}
+
+
+@pytest.mark.parametrize("where", sorted(FIRST_USE_IN_A_WIDE_FIXTURE))
+def test_a_wide_fixture_that_first_uses_the_guards_and_cleans_up_is_no_leak(pytester: pytest.Pytester,
+                                                                            where: str) -> None:
+    """Woken in a test's setup by a fixture that outlives that test: its own clean-up, in a later test's teardown,
+    is neither a leak of the next test nor undone by a 'restore' that would declare its targets again."""
+    pytester.makepyfile(test_a_first=FIRST_USE_IN_A_WIDE_FIXTURE[where], test_b_after=AFTER)
+    result = pytester.runpytest_subprocess(*RUN)
+    result.assert_outcomes(passed=4)
+    assert "leaked" not in result.stdout.str()
+
+
+TURING_HOST_CONFTEST = """
+import pytest
+import torch
+
+# the host's one CUDA device is a Turing GPU (this machine has none): what the guards probe when nothing declares
+torch.cuda.is_available = lambda: True
+torch.cuda.device_count = lambda: 1
+torch.cuda.get_device_capability = lambda index=0: (7, 5)
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        item.add_marker(pytest.mark.trt_fp32_gemm)
+"""
+
+
+def test_a_marker_added_in_collection_modifyitems_skips_in_a_session_that_sets_nothing(
+    pytester: pytest.Pytester,
+) -> None:
+    """No test carries a marker when its collector reports; a conftest adds it afterwards. On a Turing host the
+    test must still be skipped, as it is when the marker is written on the test."""
+    pytester.makeconftest(TURING_HOST_CONFTEST)
+    pytester.makepyfile("def test_gemm():\n    pass\n")
+    result = pytester.runpytest_subprocess(*RUN)
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*trtcap: TensorRT-RTX cannot serve FP32 GEMM on SM 7.5 (targets 7.5 from host*"])
+
+
+FIRST_USE_IN_SETUP_THEN_A_LEAK_IN_THE_BODY = {
+    "conftest.py": """
+import pytest
+import trtcap_guards as guards
+
+@pytest.fixture(scope="session")
+def on_turing():
+    with guards.declare_targets("7.5", origin="session fixture"):
+        yield
+""",
+    "test_body.py": """
+import trtcap_guards as guards
+
+def test_leaks_in_its_body(on_turing):
+    guards.declare_backend("standard", origin="a leaky body")
+
+def test_after_it(on_turing):
+    assert guards.capability_decision().backend_origin != "a leaky body"
+""",
+}
+
+
+@pytest.mark.parametrize("settings", [
+    pytest.param(("--trtcap-guards", "on"), id="a setting given"),
+    pytest.param((), id="nothing given", marks=pytest.mark.xfail(strict=True, reason=(
+        "woken in the first test's setup (a session fixture's first use), that test is not held at all, so what "
+        "its body leaves changed is adopted unnamed; holding it from the start of its call phase would name it"))),
+])
+def test_a_body_leak_after_a_fixture_woke_the_session_is_named(pytester: pytest.Pytester, settings: tuple) -> None:
+    """Whether a setting is given must not decide whether a test body's leak is named and undone."""
+    pytester.makepyfile(**FIRST_USE_IN_SETUP_THEN_A_LEAK_IN_THE_BODY)
+    result = pytester.runpytest_subprocess(*RUN, *settings)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_leaks_in_its_body -> guards: declared backend standard (from a leaky body)*"])
+
+
+def test_an_ill_shaped_state_hook_in_a_subfolder_conftest_is_a_usage_error_where_nothing_is_given(
+    pytester: pytest.Pytester,
+) -> None:
+    """Found during collection, the hook wakes the session once collection is done: its result is still checked
+    before the first test, a usage error (exit 4) naming the hook and file, not an error of every test."""
+    sub = pytester.mkpydir("sub")
+    (sub / "conftest.py").write_text(
+        "def pytest_trtcap_isolated_state(config):\n    return ('cache', lambda: 1, lambda saved: None)\n")
+    (sub / "test_it.py").write_text("def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess(*RUN)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(["*trtcap: hook pytest_trtcap_isolated_state in *conftest.py: expected a list*"])
+
+
+NESTED_OUTER = '''
+import trtcap_guards as guards
+
+INNER = """
+import trtcap_guards as guards
+
+def test_inner():
+    {inner}
+"""
+
+def test_runs_a_suite_then_leaks(pytester):
+    pytester.makepyfile(test_inner_suite=INNER)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    guards.declare_targets("8.9", origin="outer body")
+
+def test_after():
+    assert guards.capability_decision(probe_host=False).targets == ()
+'''
+
+NESTED_REASON = (
+    "a dormant session finds its running test in PYTEST_CURRENT_TEST, which an inline (pytester.runpytest) run "
+    "overwrites with its own tests and then removes: the outer test, woken by the inner run or after it, is "
+    "never held, so its leak is kept unnamed")
+
+
+@pytest.mark.parametrize("inner", [
+    pytest.param("pass", id="inner suite uses nothing", marks=pytest.mark.xfail(strict=True, reason=NESTED_REASON)),
+    pytest.param('with guards.declare_targets("7.5", origin="inner"):\n        pass', id="inner suite uses the guards",
+                 marks=pytest.mark.xfail(strict=True, reason=NESTED_REASON)),
+])
+def test_an_outer_test_that_leaks_after_an_inline_run_is_named(pytester: pytest.Pytester, inner: str) -> None:
+    pytester.makeconftest('pytest_plugins = ["pytester"]\n')
+    pytester.makepyfile(test_outer=NESTED_OUTER.replace("{inner}", inner))
+    result = pytester.runpytest_subprocess(*RUN)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_runs_a_suite_then_leaks -> guards: declared targets 8.9 (from outer body)*"])
+
+
+def test_an_outer_test_that_leaks_after_an_inline_run_is_named_where_a_setting_is_given(
+    pytester: pytest.Pytester,
+) -> None:
+    """The same suite, active from the start: the outer test is held from its setup, and its leak is named."""
+    pytester.makeconftest('pytest_plugins = ["pytester"]\n')
+    pytester.makepyfile(test_outer=NESTED_OUTER.replace("{inner}", "pass"))
+    result = pytester.runpytest_subprocess(*RUN, "--trtcap-guards", "on")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_runs_a_suite_then_leaks -> guards: declared targets 8.9 (from outer body)*"])
+
+
+LONGER_FIXTURE_STARTED_AFTER_THE_WAKE = {
+    "conftest.py": """
+import pytest
+import trtcap_guards as guards
+
+@pytest.fixture(scope="session")
+def backend():
+    with guards.declare_backend("rtx", origin="session fixture"):
+        yield
+""",
+    "test_a_first.py": """
+import pytest
+import trtcap_guards as guards
+
+@pytest.fixture(scope="module")
+def on_turing():
+    with guards.declare_targets("7.5", origin="module fixture"):
+        yield
+
+def test_1(on_turing):
+    pass
+
+def test_2(on_turing, backend):
+    pass
+""",
+    "test_b_after.py": """
+import trtcap_guards as guards
+
+def test_after_1(backend):
+    assert guards.capability_decision(probe_host=False).targets == ()
+
+def test_after_2(backend):
+    assert guards.capability_decision(probe_host=False).targets == ()
+""",
+}
+
+
+def test_a_longer_fixture_started_after_the_wake_is_not_blamed_for_the_clean_up_of_the_one_that_woke_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """A module fixture wakes the session; a session fixture starts later, alive across that module's end. The
+    module fixture's clean-up is not the session fixture's leak (nor undone when the session fixture ends)."""
+    pytester.makepyfile(**LONGER_FIXTURE_STARTED_AFTER_THE_WAKE)
+    for given in (("--trtcap-strict",), ()):  # active from configure (the control), then woken by the fixture
+        result = pytester.runpytest_subprocess(*RUN, *given)
+        result.assert_outcomes(passed=4)
+        assert "leaked" not in result.stdout.str(), given
+
+
+
+def test_a_fixture_started_after_the_wake_that_leaks_in_its_teardown_is_still_named(pytester: pytest.Pytester) -> None:
+    """The fixture that woke the session ends first and cleans up; a session fixture started after the wake, that
+    left the guards alone in its setup, is still checked at its end, against the state after that clean-up."""
+    files = dict(LONGER_FIXTURE_STARTED_AFTER_THE_WAKE)
+    files["conftest.py"] = (
+        "import pytest\nimport trtcap_guards as guards\n\n@pytest.fixture(scope='session')\ndef backend():\n"
+        "    yield\n    guards.declare_backend('standard', origin='session teardown')\n")
+    pytester.makepyfile(**files)
+    result = pytester.runpytest_subprocess(*RUN)
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*(fixture 'backend', session scope, set up for test_a_first.py::test_2) -> guards: "
+                                 "declared backend standard (from session teardown), was none"])
+    assert "declared targets" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("given", [(), ("--trtcap-strict",)], ids=["nothing given", "a setting given"])
+@pytest.mark.xfail(strict=True, reason=(
+    "markers are read in pytest_runtest_setup before any fixture is set up (woken or not), so a marker a fixture "
+    "applies with request.applymarker is never seen; reading them again before the call would fix it"))
+def test_a_marker_applied_by_a_fixture_skips(pytester: pytest.Pytester, given: tuple) -> None:
+    pytester.makeconftest(TURING_HOST_CONFTEST.split("def pytest_collection_modifyitems")[0])
+    pytester.makepyfile("import pytest\n\n@pytest.fixture(autouse=True)\ndef gemm(request):\n"
+                        "    request.applymarker(pytest.mark.trt_fp32_gemm)\n\ndef test_gemm():\n    pass\n")
+    result = pytester.runpytest_subprocess(*RUN, *given)
+    result.assert_outcomes(skipped=1)
+
+
+# --- held up under attack: kept as regressions -----------------------------------------------------------------
+
+ODD_IDS = """
+import pytest
+import trtcap_guards as guards
+
+@pytest.mark.parametrize("x", ["a (call) b", "c (setup)", "d (teardown)", "e "])
+def test_odd(x):
+    if x.startswith(("a", "c")):
+        guards.declare_targets("8.9", origin=f"odd id {x}")
+
+def test_sees_nothing():
+    assert guards.capability_decision(probe_host=False).targets == ()
+"""
+
+
+def test_a_body_that_wakes_the_session_is_held_whatever_its_parametrize_id_says(pytester: pytest.Pytester) -> None:
+    """``PYTEST_CURRENT_TEST`` ends with the phase; ids holding a phase's text or spaces do not confuse it."""
+    pytester.makepyfile(ODD_IDS)
+    result = pytester.runpytest_subprocess(*RUN)
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines([
+        "*test_odd[[]a (call) b] -> guards: declared targets 8.9 (from odd id a (call) b), were none",
+        "*test_odd[[]c (setup)] -> guards: declared targets 8.9 (from odd id c (setup)), were none"])
+
+
+def test_a_test_interrupted_after_waking_the_session_is_named(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("import trtcap_guards as guards\n\ndef test_interrupted():\n"
+                        "    guards.declare_targets('8.9', origin='interrupted')\n    raise KeyboardInterrupt\n\n"
+                        "def test_never():\n    pass\n")
+    result = pytester.runpytest_subprocess(*RUN)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*test_interrupted -> guards: declared targets 8.9 (from interrupted), were none "
+                                 "(interrupted)"])
+
+
+def test_markers_on_modules_classes_and_unittest_classes_skip_on_a_turing_host_where_nothing_is_given(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(TURING_HOST_CONFTEST.split("def pytest_collection_modifyitems")[0])
+    pytester.makepyfile(
+        test_module="import pytest\n\npytestmark = pytest.mark.trt_fp32_gemm\n\ndef test_m():\n    pass\n",
+        test_classes="import unittest\nimport pytest\n\n@pytest.mark.trt_conv3d\nclass TestU(unittest.TestCase):\n"
+                     "    def test_u(self):\n        pass\n\nclass TestP:\n    pytestmark = [pytest.mark.trt_bf16]\n\n"
+                     "    def test_p(self):\n        pass\n")
+    result = pytester.runpytest_subprocess(*RUN, "--strict-markers", "-W", "error")
+    result.assert_outcomes(skipped=3)
+    result.stdout.fnmatch_lines(["capability skips: 3 (*)"])
