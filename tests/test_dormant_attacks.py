@@ -137,9 +137,7 @@ def test_after_it(on_turing):
 
 @pytest.mark.parametrize("settings", [
     pytest.param(("--trtcap-guards", "on"), id="a setting given"),
-    pytest.param((), id="nothing given", marks=pytest.mark.xfail(strict=True, reason=(
-        "woken in the first test's setup (a session fixture's first use), that test is not held at all, so what "
-        "its body leaves changed is adopted unnamed; holding it from the start of its call phase would name it"))),
+    pytest.param((), id="nothing given"),
 ])
 def test_a_body_leak_after_a_fixture_woke_the_session_is_named(pytester: pytest.Pytester, settings: tuple) -> None:
     """Whether a setting is given must not decide whether a test body's leak is named and undone."""
