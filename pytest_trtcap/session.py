@@ -73,20 +73,33 @@ class SessionPlugin:
         self.skips: Dict[str, str] = {}
         self.needs_gpu: Dict[str, str] = {}  # nodeid -> signature (``--trtcap-needs-gpu skip``)
         self.held: Optional[pytest.Item] = None  # the test between hold and release
+        self.hold_at_call: Optional[pytest.Item] = None  # woken in this test's setup: held when its body starts
         self.current: Optional[pytest.Item] = None  # the test being set up, run or torn down
         self.fixture_leaks: List[Any] = []  # (subject, changes) found in fixture teardowns, reported in teardown
         self.fired_before = _fired()  # guards fired in this process before the session
 
     def join(self, item: pytest.Item, when: str) -> None:
         """Registered while ``item`` runs (the session had been dormant). In its body, hold now: nothing held was
-        loaded or changed before this moment, so this is the state the test started from. In its setup or
-        teardown, a fixture may be half-way through changes nobody framed: the test is not held, and what it
-        leaves is adopted, as for a ``trtcap_no_isolation`` test."""
+        loaded or changed before this moment, so this is the state the test started from. In its setup, a fixture
+        may be half-way through changes nobody framed: hold when its body starts, so what the fixtures set up is
+        theirs and what the body leaves is the test's. In its teardown, what it leaves is adopted."""
         self.current = item
-        if when == "call" and _isolated(item):
+        if when == "call":
+            self._hold(item)
+        elif when == "setup":
+            self.hold_at_call = item
+
+    def _hold(self, item: pytest.Item) -> None:
+        if _isolated(item):
             self.state.get_isolation().hold()
             item.stash[_HELD] = True
             self.held = item
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        if self.hold_at_call is item:
+            self.hold_at_call = None
+            self._hold(item)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -145,6 +158,7 @@ class SessionPlugin:
     def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, Any, Any]:
         """Restore before the fixtures are torn down; report after, so no warnings filter can stop the teardown."""
         changes: List[str] = []
+        self.hold_at_call = None  # woken in a setup that failed or skipped: the body never ran
         if item.stash.get(_HELD, False):
             item.stash[_HELD] = False
             self.held = None
