@@ -17,26 +17,32 @@ SKIP_PREFIX = "trtcap: "
 NO_ISOLATION = "trtcap_no_isolation"
 
 
+_names: List[Tuple[str, ...]] = []
+
+
 def marker_names() -> Tuple[str, ...]:
-    """Every marker of the plugin: the capability markers, then ``trtcap_no_isolation``."""
-    return (*capability_markers(), NO_ISOLATION)
+    """Every marker of the plugin: the capability markers, then ``trtcap_no_isolation`` (read for every
+    collector of every run: worked out once)."""
+    if not _names:
+        _names.append((*capability_markers(), NO_ISOLATION))
+    return _names[0]
 
 
-def uses_markers(items: Any, names: Tuple[str, ...]) -> bool:
-    """Whether any of ``items`` carries one of ``names`` (on itself, its class or its module)."""
-    for item in items:
-        keywords = getattr(item, "keywords", None)
-        if keywords is not None and any(name in keywords for name in names):
-            return True
-    return False
+def uses_markers(collector: Any, items: Any, names: Tuple[str, ...]) -> bool:
+    """Whether a test ``collector`` reported carries one of ``names``: on the collector or a parent (a module's
+    ``pytestmark``, a class's), read once, or on the test itself. Checked on every collector of every run."""
+    wanted = frozenset(names)
+    if any(mark.name in wanted for node in collector.listchain() for mark in node.own_markers):
+        return True
+    return carried_by_own_markers(items, names)
 
 
 def carried_by_own_markers(items: Any, names: Tuple[str, ...]) -> bool:
     """Whether any of ``items`` carries one of ``names`` among its own markers: where ``item.add_marker`` (in
     ``pytest_collection_modifyitems``, say) puts a marker after its collector reported. Checked on every item of
-    every run, so it reads no parent (``uses_markers`` read what the collectors gave them)."""
+    every run, so it reads no parent."""
     wanted = frozenset(names)
-    return any(mark.name in wanted for item in items for mark in item.own_markers)
+    return any(mark.name in wanted for item in items for mark in getattr(item, "own_markers", ()))
 
 
 def capability_markers() -> Dict[str, Tuple[Rule, ...]]:

@@ -138,7 +138,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
     if state is None:
         return report
     uses = report.outcome == "passed" and bool(report.result) and markers.uses_markers(
-        report.result, markers.marker_names())
+        collector, report.result, markers.marker_names())
     if uses or state.settings.needs_gpu.value == "skip":
         state.activate()
         from .collect_checks import check_collect_report
