@@ -72,6 +72,53 @@ def _measure(label: str, commands: dict, runs: int, workdir: str, env: dict, war
     return with_plugin, without, paired, cpu_text, ratios
 
 
+SUITE_MODULES, SUITE_TESTS = 20, 2000
+
+_SUITE_MODULE = """
+import pytest
+
+pytestmark = pytest.mark.slow
+
+class TestGroup:
+    @pytest.mark.parametrize("n", range(40))
+    def test_param(self, n):
+        pass
+
+@pytest.mark.parametrize("n", range(50))
+def test_plain(n):
+    pass
+
+@pytest.mark.skipif(False, reason="never")
+def test_marked():
+    pass
+
+def test_fixture(tmp_path):
+    pass
+"""  # 40 + 50 + 1 + 1 = 92 tests; padded below to SUITE_TESTS / SUITE_MODULES each
+
+
+def _measure_suite(workdir: str, env: dict, quick: bool) -> tuple:
+    """What a dormant session pays per collector and per test: collect-only of a large suite that uses nothing of
+    the plugin (its markers are checked on every collector's report)."""
+    suite = os.path.join(workdir, "suite")
+    os.makedirs(suite)
+    per_module = SUITE_TESTS // SUITE_MODULES
+    extra = "".join(f"\ndef test_extra_{i}():\n    pass\n" for i in range(per_module - 92))
+    for m in range(SUITE_MODULES):
+        with open(os.path.join(suite, f"test_m{m:02d}.py"), "w", encoding="utf-8") as f:
+            f.write(_SUITE_MODULE + extra)
+    with open(os.path.join(suite, "pytest.ini"), "w", encoding="utf-8") as f:
+        f.write("[pytest]\nmarkers =\n    slow: a marker of the project's own\n")
+    base = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    commands = {"plugin": base, "no plugin": base[:3] + ["-p", "no:trtcap"] + base[3:]}
+    runs = 2 if quick else 30
+    times, cpu = interleaved(commands, runs, suite, env, warmup=1)
+    ratios = per_round(times["plugin"], times["no plugin"])
+    cpu_text = (f"{median(cpu['plugin']):.3f} s vs {median(cpu['no plugin']):.3f} s, ratio "
+                f"{median(cpu['plugin']) / median(cpu['no plugin']):.3f}")
+    return median(times["plugin"]), median(times["no plugin"]), median(ratios), cpu_text, ratios
+
+
 def run(quick: bool = False, runs: int = 0) -> List[Result]:
     runs = runs or (2 if quick else 80)  # at least 40; 80 narrow the noise band by a factor sqrt(2)
     runs_no_pyc = runs
@@ -102,6 +149,7 @@ def run(quick: bool = False, runs: int = 0) -> List[Result]:
         raw_with, raw_without, raw_paired, raw_cpu, raw_ratios = _measure(
             "PYTHONDONTWRITEBYTECODE=1 (as set on this machine: the plugin's source is compiled in every process)",
             commands, runs_no_pyc, workdir, uncached, warmup=0 if quick else 1)
+        suite_with, suite_without, suite_paired, suite_cpu, suite_ratios = _measure_suite(workdir, cached, quick)
         imports = probe_imports(workdir, "test_one.py")
         uncached_probe = probe_imports(workdir, "test_one.py", uncached)
         if not uncached_probe["plugin file"].startswith(source) or any(
@@ -130,11 +178,19 @@ def run(quick: bool = False, runs: int = 0) -> List[Result]:
         raw_with, raw_without, "s", TARGET, checked=not quick, paired=raw_paired, rounds=runs_no_pyc, ratios=raw_ratios,
         detail={"runs": f"{runs_no_pyc} each, alternated", "CPU time (user + system, medians)": raw_cpu},
     )
-    for r in (result, raw):
+    suite = Result(
+        "plugin_load_suite", f"dormant session: `pytest --collect-only -q` of {SUITE_TESTS} tests in {SUITE_MODULES} "
+        "modules (marked and parametrized, none of ours), fresh process, wall time",
+        suite_with, suite_without, "s", None, checked=not quick, paired=suite_paired, rounds=len(suite_ratios),
+        ratios=suite_ratios,
+        detail={"runs": f"{len(suite_ratios)} each, alternated, bytecode caches on",
+                "CPU time (user + system, medians)": suite_cpu},
+    )
+    for r in (result, raw, suite):
         print(r.line(), flush=True)
     import bench_import_cost  # the import-time share of the same cost, against hypothesis' plugin
 
-    return [result, raw] + bench_import_cost.run(quick)
+    return [result, raw, suite] + bench_import_cost.run(quick)
 
 
 def main(argv: List[str] = None) -> int:
