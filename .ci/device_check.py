@@ -12,6 +12,8 @@ What it proves on a host with a CUDA device (no Torch-TensorRT needed):
 5. the builder-targets decision (``guards.builder_targets``): nothing declared and a real device -> CURRENT;
    declared targets outrank it; the standard backend sets nothing. (Without Torch-TensorRT no builder config
    exists there: only the decision can be checked.)
+7. a session that uses nothing of the plugin stays dormant on a GPU host too (no per-session module loaded, torch
+   not imported); a capability marker wakes it and the host device decides (no skip on a non-Turing GPU).
 6. ``--trtcap-needs-gpu skip`` does nothing where a CUDA device exists: a CUDA-only kernel called on CPU
    tensors stays a failure and the verbose header says why; with the device hidden (``CUDA_VISIBLE_DEVICES=``)
    the same test is a ``trtcap: needs a GPU`` skip, so the check exercises a real signature.
@@ -81,6 +83,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         check_plugin_on_gpu_host(Path(tmp), host)
         check_needs_gpu(Path(tmp))
+        check_dormant(Path(tmp))
     print("all device checks passed")
 
 
@@ -164,3 +167,28 @@ def check_needs_gpu(tmp_path: Path) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+DORMANT_CONFTEST = """
+import sys
+
+def pytest_unconfigure(config):
+    print("LOADED", "pytest_trtcap.session" in sys.modules, "torch" in sys.modules)
+"""
+
+
+def check_dormant(tmp_path: Path) -> None:
+    """7: dormant until used, on a host with a CUDA device."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ALIAS), str(ROOT)]))
+    for name, test, expect in (("plain", "def test_plain():\n    pass\n", "LOADED False False"),
+                               ("marked", "import pytest\n\n@pytest.mark.trt_fp32_gemm\ndef test_marked():\n"
+                                          "    pass\n", "LOADED True True")):
+        suite = tmp_path / f"dormant_{name}"
+        suite.mkdir()
+        (suite / "conftest.py").write_text(DORMANT_CONFTEST)
+        (suite / "test_it.py").write_text(test)
+        run = subprocess.run([sys.executable, "-m", "pytest", "-p", "pytest_trtcap.plugin", "-p", "no:cacheprovider",
+                              "-s", "-rs", str(suite)], capture_output=True, text=True, env=env, cwd=str(tmp_path))
+        out = run.stdout + run.stderr
+        print(textwrap.indent(out.strip(), "    | "))
+        check(f"dormant: {name} suite ({expect})", run.returncode == 0 and "1 passed" in out and expect in out)
