@@ -165,9 +165,6 @@ def check_needs_gpu(tmp_path: Path) -> None:
             check("header: the setting does nothing here", "does nothing: a CUDA device exists" in out)
 
 
-if __name__ == "__main__":
-    main()
-
 
 DORMANT_CONFTEST = """
 import sys
@@ -192,3 +189,7 @@ def check_dormant(tmp_path: Path) -> None:
         out = run.stdout + run.stderr
         print(textwrap.indent(out.strip(), "    | "))
         check(f"dormant: {name} suite ({expect})", run.returncode == 0 and "1 passed" in out and expect in out)
+
+
+if __name__ == "__main__":
+    main()
