@@ -843,12 +843,6 @@ def test_fused_conv2d_at_turing_stays_on_tensorrt(targets, guarded):
     assert fired("conv3d", ASYM) == before
 
 
-def test_the_fused_target_is_one_entry_of_the_conv3d_rule():
-    rule = next(r for r in guards.RULES if r.name == "conv3d")
-    assert ASYM in rule.targets and CONV in rule.targets
-    assert guards.rules_for(ASYM) == (rule,) + tuple(r for r in guards.RULES if "*" in r.targets)
-
-
 def test_validator_on_the_real_fused_nodes(targets):
     targets("7.5")
     (node3,) = tm.nodes_with_target(tm.pad_conv_graph(3), ASYM)

@@ -1,0 +1,59 @@
+"""``trtcap_guards.first_use``: a listener is called once, before the guards' state first changes, by every function
+that changes it, and never by one that only reads it."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, List
+
+import pytest
+
+import trtcap_guards as guards
+from trtcap_guards import first_use
+
+
+@pytest.fixture
+def calls() -> Iterator[List[Any]]:
+    """The state each call of a listener saw (so a test can tell it ran before the change)."""
+    seen: List[Any] = []
+    cancel = first_use.on_first_change(lambda: seen.append(guards.state_snapshot(fired=False)))
+    yield seen
+    cancel()
+
+
+CHANGES: List[Callable[[], Any]] = [
+    lambda: guards.declare_targets("8.9", origin="first-use test").undo(),
+    lambda: guards.declare_backend("standard", origin="first-use test").undo(),
+    lambda: guards.enable_builder_targets(False, origin="first-use test").undo(),
+]
+
+
+@pytest.mark.parametrize("change", CHANGES, ids=["declare_targets", "declare_backend", "enable_builder_targets"])
+def test_each_change_calls_the_listener_once_before_it_changes(calls: List[Any], change: Callable[[], Any]) -> None:
+    before = guards.state_snapshot(fired=False)
+    change()
+    change()
+    assert calls == [before]
+
+
+def test_entering_a_neutralization_calls_it_before(calls: List[Any]) -> None:
+    before = guards.state_snapshot(fired=False)
+    with guards.neutralize("aten.mm.default"):
+        assert calls == [before]
+    assert calls == [before]
+
+
+def test_reading_never_calls_it(calls: List[Any]) -> None:
+    guards.capability_decision(probe_host=False)
+    guards.neutralized()
+    guards.builder_targets_enabled()
+    guards.state_snapshot()
+    assert calls == []
+
+
+def test_a_cancelled_listener_is_not_called() -> None:
+    seen: List[str] = []
+    cancel = first_use.on_first_change(lambda: seen.append("called"))
+    cancel()
+    cancel()  # twice is harmless
+    guards.declare_targets("8.9", origin="first-use test").undo()
+    assert seen == []

@@ -1,0 +1,52 @@
+"""``trtcap_guards.import_hook``: armed, it answers the device queries and runs its callbacks at the moment
+torch_tensorrt is first imported, then steps aside; a lookup alone does not disarm it; it refuses once Torch-TensorRT
+is imported. Each case runs in a fresh process (Torch-TensorRT imports once per process)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ARMED = """
+import importlib.util, sys
+import trtcap_guards as guards
+from trtcap_guards import import_hook
+
+seen = []
+assert guards.install_import_hook(answer=True, after=[lambda m: seen.append(m.__name__)], capability=(7, 5))
+assert importlib.util.find_spec("torch_tensorrt") is not None  # a lookup alone leaves it armed
+assert any(isinstance(f, import_hook._ImportHook) for f in sys.meta_path)
+import torch_tensorrt
+assert seen == ["torch_tensorrt"], seen
+assert not any(isinstance(f, import_hook._ImportHook) for f in sys.meta_path)  # stepped aside
+import torch
+assert torch.cuda.get_device_capability() == (7, 5)
+status = guards.gpu_less_import_status()
+assert status.applied and status.capability == (7, 5), status
+assert guards.install_import_hook() is False  # already imported: nothing to arm
+print("ARMED OK")
+"""
+
+OFF = """
+import sys
+import trtcap_guards as guards
+from trtcap_guards import import_hook
+
+assert guards.install_import_hook(answer=False)
+assert guards.gpu_less_import_status().detail == "off"
+guards.remove_import_hook()
+guards.remove_import_hook()  # twice is harmless
+assert not any(isinstance(f, import_hook._ImportHook) for f in sys.meta_path)
+assert "torch" not in sys.modules and "torch_tensorrt" not in sys.modules  # arming imports nothing
+print("OFF OK")
+"""
+
+
+@pytest.mark.parametrize("code, expect", [(ARMED, "ARMED OK"), (OFF, "OFF OK")], ids=["armed", "off"])
+def test_the_import_hook(code: str, expect: str) -> None:
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout=300)
+    assert expect in proc.stdout, proc.stdout[-2000:] + proc.stderr[-3000:]
