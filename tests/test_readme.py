@@ -65,7 +65,8 @@ def test_every_figure_the_readme_quotes_elsewhere_is_in_the_results_file():
     outside = (
         README[: README.index("<!-- bench-results:start -->")] + README[README.index("<!-- bench-results:end -->"):]
     )
-    figure = re.compile(r"\b\d+(?:\.\d+)?\s?(?:us|µs|ns|ms|MiB|B/test)\b|\b[01]\.\d{3}\b")
+    # ratios like 1.012, not the tail of a dotted version (TensorRT-RTX 1.6.1.120)
+    figure = re.compile(r"\b\d+(?:\.\d+)?\s?(?:us|µs|ns|ms|MiB|B/test)\b|(?<![\d.])[01]\.\d{3}(?![\d.])")
     quoted = set(figure.findall(outside))
     # Limits the code enforces are documented figures too, checked against the code instead.
     from pytest_trtcap.runs import inputs
