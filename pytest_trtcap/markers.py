@@ -5,6 +5,7 @@ The table loads with the plugin (every run registers the markers); the predicate
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from trtcap_guards import rules
@@ -17,15 +18,11 @@ SKIP_PREFIX = "trtcap: "
 NO_ISOLATION = "trtcap_no_isolation"
 
 
-_names: List[Tuple[str, ...]] = []
-
-
+@functools.cache
 def marker_names() -> Tuple[str, ...]:
     """Every marker of the plugin: the capability markers, then ``trtcap_no_isolation`` (read for every
     collector of every run: worked out once)."""
-    if not _names:
-        _names.append((*capability_markers(), NO_ISOLATION))
-    return _names[0]
+    return (*capability_markers(), NO_ISOLATION)
 
 
 def uses_markers(collector: Any, items: Any, names: Tuple[str, ...]) -> bool:

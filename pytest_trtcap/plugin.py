@@ -47,7 +47,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in markers.marker_lines():
         config.addinivalue_line("markers", line)
     given = options.anything_given(config)
-    if given or config.hook.pytest_trtcap_target_capabilities.get_hookimpls():
+    # the settings module loads only where a value may come: a setting is given, or the targets hook implemented
+    valued = bool(given or config.hook.pytest_trtcap_target_capabilities.get_hookimpls())
+    if valued:
         from . import settings
 
         resolved = settings.resolve(config)  # a usage error for a bad value, before anything is changed
@@ -57,9 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = state
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, "trtcap-fixtures")
-    if given or resolved.target_sm.source != "default":
-        from . import settings
-
+    if valued:  # a setting nothing gave stays at its default and declares nothing
         settings.declare(state)
     state.exit.callback(import_hook.remove_import_hook)
     target = resolved.target_sm
