@@ -8,6 +8,7 @@ is made, wherever that happens. Listeners are called once and dropped.
 from typing import Any, Callable, List
 
 _listeners: List[Callable[[], Any]] = []
+_changed = False
 
 
 def on_first_change(callback: Callable[[], Any]) -> Callable[[], None]:
@@ -21,8 +22,16 @@ def on_first_change(callback: Callable[[], Any]) -> Callable[[], None]:
     return cancel
 
 
+def changed() -> bool:
+    """Whether anything has changed the guards' state since this process imported them (it may since have been
+    put back): until then, asking what the state is needs none of the modules that hold it."""
+    return _changed
+
+
 def changing() -> None:
     """Called by every function that changes the guards' state, before it does."""
+    global _changed
+    _changed = True
     if _listeners:
         pending = list(_listeners)
         _listeners.clear()

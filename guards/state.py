@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
-from . import builder, registry, targets
+from . import builder, first_use, registry, targets
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ def state_snapshot(*, fired: bool = True) -> GuardsState:
 
 def restore_state(snapshot: GuardsState) -> None:
     """Put the state of ``snapshot`` back in place (fired counts only if the snapshot holds them)."""
+    first_use.changing()
     d = targets._declared
     d.targets, d.targets_origin = snapshot.targets, snapshot.targets_origin or d.targets_origin
     d.backend, d.backend_origin = snapshot.backend, snapshot.backend_origin or d.backend_origin

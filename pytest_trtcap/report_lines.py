@@ -11,6 +11,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, List, Optional
 
 import trtcap_guards as guards
+from trtcap_guards.live_registry import loaded_converter_registry
 
 if TYPE_CHECKING:
     from .options import Setting
@@ -59,15 +60,13 @@ def _guards_text(state: TrtcapState) -> str:
     s = state.settings.guards
     if not s.value:
         return f"off ({_sourced(s)})"
-    if guards.is_installed():
+    if loaded_converter_registry() is not None and guards.is_installed():  # guards sit only in a loaded registry
         return f"installed ({len(state.installed_targets) or 'all'} targets; on, {_sourced(s)})"
     return f"on ({_sourced(s)}; installed when torch_tensorrt is imported)"
 
 
 def review_line() -> Optional[str]:
     """The registry review's line once the suite has imported the converter registry (never imports it)."""
-    from trtcap_guards.live_registry import loaded_converter_registry
-
     if loaded_converter_registry() is None:  # the guards' registry and review modules stay unloaded
         return None
     from trtcap_guards.review import describe_unreviewed

@@ -30,14 +30,13 @@ if TYPE_CHECKING:
 
 STATE = pytest.StashKey["TrtcapState"]()
 
-#: The guard library's modules that hold process state: until one is loaded, the guards are as they start.
-GUARDS_STATE_MODULES = ("trtcap_guards.targets", "trtcap_guards.registry", "trtcap_guards.builder")
-
-
 def _guards_changed() -> bool:
     """Whether the guards' state differs from the state they start in (a conftest declared targets, say).
-    Loaded is not enough: the report header and the fixtures read the guards without changing them."""
-    if not any(name in sys.modules for name in GUARDS_STATE_MODULES):
+    Loaded is not enough: the report header and the fixtures read the guards without changing them; and until
+    something changed it, the modules that hold that state stay unloaded."""
+    from trtcap_guards import first_use
+
+    if not first_use.changed():
         return False
     from trtcap_guards import state
 

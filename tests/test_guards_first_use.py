@@ -3,6 +3,8 @@ that changes it, and never by one that only reads it."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any, Callable, Iterator, List
 
 import pytest
@@ -57,3 +59,27 @@ def test_a_cancelled_listener_is_not_called() -> None:
     cancel()  # twice is harmless
     guards.declare_targets("8.9", origin="first-use test").undo()
     assert seen == []
+
+
+def test_restoring_a_snapshot_is_a_change_too(calls: List[Any]) -> None:
+    before = guards.state_snapshot(fired=False)
+    guards.restore_state(before)
+    assert calls == [before]
+
+
+CHANGED_PROBE = """
+import trtcap_guards as guards
+from trtcap_guards import first_use
+print(first_use.changed())
+guards.capability_decision(probe_host=False)
+guards.state_snapshot()
+print(first_use.changed())
+guards.declare_targets("8.9", origin="probe").undo()
+print(first_use.changed())
+"""
+
+
+def test_changed_says_whether_anything_changed_the_state_since_import() -> None:
+    """Reading leaves it False; a change makes it True, and undoing the change does not take that back."""
+    out = subprocess.run([sys.executable, "-c", CHANGED_PROBE], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False", "True"]

@@ -80,6 +80,26 @@ def test_the_report_header_and_a_fixture_read_the_guards_without_waking_it(pytes
     assert [m for m in woken if m in loaded] == []
 
 
+#: What the report header of a plain run (``pytest``, no ``-q``) may load beyond the plugin's import: the header
+#: itself, the predicate that decides its line, and the look at whether Torch-TensorRT's registry is loaded.
+HEADER = ("pytest_trtcap.report_lines", "trtcap_guards.targets", "trtcap_guards.capabilities",
+          "trtcap_guards.distributions", "trtcap_guards.live_registry")
+
+
+def test_a_plain_run_of_an_unrelated_suite_loads_only_the_header_beyond_the_import(pytester: pytest.Pytester) -> None:
+    """The default run shows one header line; it reads the guards' predicate, not their registry, builder or
+    state (loading those cost a plain run 15 ms, ten times the plugin's import)."""
+    pytester.makepyfile(UNRELATED)
+    code = PROBE.replace("rc = pytest.main({args!r})", "import pytest_trtcap.plugin")
+    imported = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                         check=True).stdout.split("MODULES ", 1)[1])
+    proc = subprocess.run([sys.executable, "-c", PROBE.format(args=["-p", "no:cacheprovider"])],
+                          capture_output=True, text=True, cwd=str(pytester.path), check=False)
+    assert "trtcap: targets: not declared" in proc.stdout  # the header line was computed and shown
+    ran = json.loads(proc.stdout.split("MODULES ", 1)[1])
+    assert sorted(set(ran) - set(imported) - set(HEADER)) == []
+
+
 def test_the_same_suite_under_a_setting_loads_the_active_plugin(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(UNRELATED)
     loaded = _loaded(str(pytester.path), "--trtcap-strict")
