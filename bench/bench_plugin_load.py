@@ -72,6 +72,9 @@ def _measure(label: str, commands: dict, runs: int, workdir: str, env: dict, war
     return with_plugin, without, paired, cpu_text, ratios
 
 
+#: Runs per side of the plain run (information: the header's share of a default run).
+PLAIN_RUNS = 40
+
 SUITE_MODULES, SUITE_TESTS = 20, 2000
 
 _SUITE_MODULE = """
@@ -149,6 +152,11 @@ def run(quick: bool = False, runs: int = 0) -> List[Result]:
         raw_with, raw_without, raw_paired, raw_cpu, raw_ratios = _measure(
             "PYTHONDONTWRITEBYTECODE=1 (as set on this machine: the plugin's source is compiled in every process)",
             commands, runs_no_pyc, workdir, uncached, warmup=0 if quick else 1)
+        plain = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_one.py"]
+        plain_with, plain_without, plain_paired, plain_cpu, plain_ratios = _measure(
+            "plain run (the test runs, pytest shows its header and ours), bytecode caches on",
+            {"plugin": plain, "no plugin": plain[:3] + ["-p", "no:trtcap"] + plain[3:]},
+            2 if quick else PLAIN_RUNS, workdir, cached, warmup=1)
         suite_with, suite_without, suite_paired, suite_cpu, suite_ratios = _measure_suite(workdir, cached, quick)
         imports = probe_imports(workdir, "test_one.py")
         uncached_probe = probe_imports(workdir, "test_one.py", uncached)
@@ -178,6 +186,13 @@ def run(quick: bool = False, runs: int = 0) -> List[Result]:
         raw_with, raw_without, "s", TARGET, checked=not quick, paired=raw_paired, rounds=runs_no_pyc, ratios=raw_ratios,
         detail={"runs": f"{runs_no_pyc} each, alternated", "CPU time (user + system, medians)": raw_cpu},
     )
+    plain_run = Result(
+        "plugin_load_plain", "plugin load in a plain run: `pytest test_one.py` (runs the test; the report header "
+        "shows our line), fresh process, wall time", plain_with, plain_without, "s", None, checked=not quick,
+        paired=plain_paired, rounds=len(plain_ratios), ratios=plain_ratios,
+        detail={"runs": f"{len(plain_ratios)} each, alternated, bytecode caches on",
+                "CPU time (user + system, medians)": plain_cpu},
+    )
     suite = Result(
         "plugin_load_suite", f"dormant session: `pytest --collect-only -q` of {SUITE_TESTS} tests in {SUITE_MODULES} "
         "modules (marked and parametrized, none of ours), fresh process, wall time",
@@ -186,11 +201,11 @@ def run(quick: bool = False, runs: int = 0) -> List[Result]:
         detail={"runs": f"{len(suite_ratios)} each, alternated, bytecode caches on",
                 "CPU time (user + system, medians)": suite_cpu},
     )
-    for r in (result, raw, suite):
+    for r in (result, raw, plain_run, suite):
         print(r.line(), flush=True)
     import bench_import_cost  # the import-time share of the same cost, against hypothesis' plugin
 
-    return [result, raw, suite] + bench_import_cost.run(quick)
+    return [result, raw, plain_run, suite] + bench_import_cost.run(quick)
 
 
 def main(argv: List[str] = None) -> int:

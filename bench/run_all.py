@@ -64,7 +64,9 @@ NOTES = [
     "files pip wrote). A separate fresh process checks that loading the plugin imports neither torch, "
     "torch_tensorrt nor tensorrt. The same with a 2,000-test suite in 20 modules (parametrized, marked with a "
     "marker of the project's own, none of ours), 30 runs each: what a dormant session pays per collector and "
-    "per test (for information).",
+    "per test (for information). And a plain `python -m pytest -p no:cacheprovider test_one.py` (the test runs; "
+    "pytest shows its report header, with the plugin's one line), 40 runs each: what a default run pays for the "
+    "header (for information).",
     "- **import cost**: `python -X importtime -c \"import pytest, importlib.metadata; import MODULE\"` in fresh "
     "processes, `pytest_trtcap.plugin` and `_hypothesis_pytestplugin` alternated round by round; the module's "
     "cumulative column (pytest's own import is outside it). Target <= 8 ms with bytecode caches; without them "

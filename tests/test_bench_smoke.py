@@ -17,6 +17,7 @@ RUN_ALL = os.path.join(REPO, "bench", "run_all.py")
 RATIOS = (
     "plugin_load",
     "plugin_load_no_pyc",
+    "plugin_load_plain",
     "import_cost",
     "import_cost_no_pyc",
     "isolation_per_test",
