@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator, List, Optional
 import pytest
 
 ISOLATED_STATE = "pytest_trtcap_isolated_state"
+TARGETS = "pytest_trtcap_target_capabilities"
 
 
 class HookResult:
@@ -94,3 +95,15 @@ def isolated_state_entries(config: pytest.Config) -> List[StateEntry]:
         if found.value is not None:
             entries.extend(_state_entries(found))
     return entries
+
+
+def late_target_hook(config: pytest.Config, known: tuple) -> Optional[str]:
+    """The usage error for a targets hook pytest registered after the settings were resolved (in a conftest it found
+    while collecting), whose answer would otherwise be ignored without a word; None if there is none. ``known``: the
+    plugins that implemented the hook then."""
+    late = [impl for impl in getattr(config.hook, TARGETS).get_hookimpls() if impl.plugin not in known]
+    if not late:
+        return None
+    return (f"trtcap: hook {TARGETS} in {_where(late[0])}: pytest loaded it while collecting, after the session's "
+            "targets were settled, so its answer would be ignored; implement it in a conftest.py that pytest loads "
+            "at start (the rootdir's, or one in a folder given on the command line or in testpaths) or in a plugin")

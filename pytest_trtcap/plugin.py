@@ -47,8 +47,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in markers.marker_lines():
         config.addinivalue_line("markers", line)
     given = options.anything_given(config)
+    target_hooks = config.hook.pytest_trtcap_target_capabilities.get_hookimpls()
     # the settings module loads only where a value may come: a setting is given, or the targets hook implemented
-    valued = bool(given or config.hook.pytest_trtcap_target_capabilities.get_hookimpls())
+    valued = bool(given or target_hooks)
     if valued:
         from . import settings
 
@@ -56,6 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         resolved = Settings()
     state = TrtcapState(config, resolved, given)
+    state.target_hook_plugins = tuple(impl.plugin for impl in target_hooks)
     config.stash[STATE] = state
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, "trtcap-fixtures")

@@ -77,6 +77,7 @@ class SessionPlugin:
         self.current: Optional[pytest.Item] = None  # the test being set up, run or torn down
         self.fixture_leaks: List[Any] = []  # (subject, changes) found in fixture teardowns, reported in teardown
         self.fired_before = _fired()  # guards fired in this process before the session
+        self.late_target_hook: Optional[str] = None  # a targets hook found while collecting: the usage error
 
     def join(self, item: pytest.Item, when: str) -> None:
         """Registered while ``item`` runs (the session had been dormant). In its body, hold now: nothing held was
@@ -104,6 +105,8 @@ class SessionPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Hold before any fixture is set up (fixtures get their own frames); then capability markers skip."""
+        if self.late_target_hook is not None:  # an xdist worker's: each test fails with it
+            raise pytest.UsageError(self.late_target_hook)
         self.current = item
         self.state.get_isolation().hold()
         if _isolated(item):
@@ -224,12 +227,17 @@ class SessionPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Before the first test: the project's isolated-state hook results, and the neutralized targets against
-        the registry where collection imported Torch-TensorRT. Not in an xdist worker, which cannot stop the
-        session cleanly: there a bad hook result fails each test as before, and the controller checked what it
-        could."""
+        """Before the first test: a targets hook found too late, the project's isolated-state hook results, and the
+        neutralized targets against the registry where collection imported Torch-TensorRT. Not in an xdist worker,
+        which cannot stop the session cleanly: there a bad hook result fails each test as before, and the controller
+        checked what it could."""
+        from .hook_results import late_target_hook
+
+        self.late_target_hook = late_target_hook(session.config, self.state.target_hook_plugins)
         if getattr(session.config, "workerinput", None) is not None:
             return
+        if self.late_target_hook is not None:
+            raise pytest.UsageError(self.late_target_hook)
         self.state.user_state_entries()
         neutralize = self.state.settings.neutralize
         if neutralize.value:

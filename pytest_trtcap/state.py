@@ -68,6 +68,7 @@ class TrtcapState:
         self.worker_status: List[Dict[str, Any]] = []
         self.user_state: Optional[list] = None  # the project's pytest_trtcap_isolated_state entries, checked
         self.audit: Any = None  # audit_session.AuditSession under --trtcap-audit
+        self.target_hook_plugins: tuple = ()  # what implemented the targets hook when the settings were resolved
 
     # --- dormant or active ----------------------------------------------------------------------------------
 

@@ -445,3 +445,38 @@ def test_unsupported_target_warns(pytester: pytest.Pytester) -> None:
         "*UnsupportedTargetWarning: --trt-target-sm: TensorRT-RTX does not build for 9.0,10.3; "
         "it supports 7.5,8.0,8.6,8.9,12.0,12.1; *",
     ])
+
+
+@pytest.mark.parametrize("given", [(), ("--trt-target-sm", "8.9")], ids=["nothing given", "a setting given"])
+def test_a_targets_hook_pytest_loads_during_collection_is_a_usage_error_naming_its_file(
+    pytester: pytest.Pytester, given: tuple
+) -> None:
+    """The targets are settled when pytest configures; a conftest it finds while collecting comes too late, and its
+    answer would be ignored without a word. Before the first test: exit 4, naming the hook and the file."""
+    sub = pytester.mkpydir("sub")
+    (sub / "conftest.py").write_text("def pytest_trtcap_target_capabilities(config):\n    return '7.5'\n")
+    (sub / "test_it.py").write_text("def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *given)
+    assert result.ret == USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(["ERROR: trtcap: hook pytest_trtcap_target_capabilities in *sub*conftest.py: *"])
+    assert "0 passed" not in result.stdout.str() and "1 passed" not in result.stdout.str()
+
+
+def test_the_same_conftest_counts_where_pytest_loads_it_at_start(pytester: pytest.Pytester) -> None:
+    """Given on the command line, the folder's conftest loads before configure, and its answer is the targets."""
+    sub = pytester.mkpydir("sub")
+    (sub / "conftest.py").write_text("def pytest_trtcap_target_capabilities(config):\n    return '8.9'\n")
+    (sub / "test_it.py").write_text("def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "sub")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from hook pytest_trtcap_target_capabilities);*"])
+
+
+def test_under_xdist_each_test_fails_with_the_late_targets_hook_error(pytester: pytest.Pytester) -> None:
+    """A worker cannot stop the session cleanly: there each test fails with the same message."""
+    sub = pytester.mkpydir("sub")
+    (sub / "conftest.py").write_text("def pytest_trtcap_target_capabilities(config):\n    return '7.5'\n")
+    (sub / "test_it.py").write_text("def test_one():\n    pass\n\ndef test_two():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*trtcap: hook pytest_trtcap_target_capabilities in *sub*conftest.py: *"])
