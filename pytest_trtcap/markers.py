@@ -73,12 +73,15 @@ def skip_reason(marker: str, decision: Any) -> Optional[str]:
     return None
 
 
+def argument_problem(item: Any, mark: Any) -> Optional[str]:
+    """What is wrong with ``mark``, one of our markers on ``item``, if it was given arguments (they take none)."""
+    if not (mark.args or mark.kwargs):
+        return None
+    given = ", ".join([repr(a) for a in mark.args] + [f"{k}={v!r}" for k, v in mark.kwargs.items()])
+    return f"{item.nodeid}: @pytest.mark.{mark.name} takes no arguments, got ({given})"
+
+
 def bad_marker_usage(item: Any) -> List[str]:
     """Problems with the capability markers on ``item`` (they take no arguments)."""
-    problems = []
-    for name in marker_names():
-        for mark in item.iter_markers(name):
-            if mark.args or mark.kwargs:
-                given = ", ".join([repr(a) for a in mark.args] + [f"{k}={v!r}" for k, v in mark.kwargs.items()])
-                problems.append(f"{item.nodeid}: @pytest.mark.{name} takes no arguments, got ({given})")
-    return problems
+    found = (argument_problem(item, mark) for name in marker_names() for mark in item.iter_markers(name))
+    return [problem for problem in found if problem is not None]

@@ -113,7 +113,11 @@ class SessionPlugin:
             item.stash[_HELD] = True
             self.held = item
         for name in markers.capability_markers():
-            if item.get_closest_marker(name) is not None:
+            mark = item.get_closest_marker(name)
+            if mark is not None:
+                problem = markers.argument_problem(item, mark)  # added after collection (a collected one failed it)
+                if problem is not None:
+                    pytest.fail(f"trtcap: {problem}", pytrace=False)
                 reason = markers.skip_reason(name, guards.capability_decision())
                 if reason is not None:
                     item.user_properties.append((_SKIP_PROPERTY, name))

@@ -287,6 +287,21 @@ def test_a_marker_applied_by_a_fixture_skips(pytester: pytest.Pytester, given: t
     result.assert_outcomes(skipped=1)
 
 
+@pytest.mark.parametrize("given", [(), ("--trt-target-sm", "8.9")], ids=["nothing given", "a setting given"])
+def test_a_marker_with_arguments_added_in_collection_modifyitems_errors_naming_the_test(
+    pytester: pytest.Pytester, given: tuple
+) -> None:
+    """Collected with arguments, a marker fails its module's collection; added after the collectors reported, the
+    test errors at setup with the same message, instead of the arguments being dropped without a word."""
+    pytester.makeconftest("import pytest\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n"
+                          "        item.add_marker(pytest.mark.trt_bf16('why', strict=True))\n")
+    pytester.makepyfile("def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess(*RUN, *given)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*trtcap: test_*.py::test_one: @pytest.mark.trt_bf16 takes no arguments, got "
+                                 "('why', strict=True)*"])
+
+
 # --- held up under attack: kept as regressions -----------------------------------------------------------------
 
 ODD_IDS = """
