@@ -35,12 +35,14 @@ class StateEntry:
 
 
 def shown(value: Any, limit: int = 300) -> str:
-    """``repr(value)`` on one line and bounded, for an error message; never raises (a project's ``__repr__`` may)."""
+    """``repr(value)`` on one line, bounded and free of control characters, for an error message; never raises (a
+    project's ``__repr__`` may)."""
     try:
         text = repr(value)
     except Exception as exc:  # any failure of foreign code is reported, not raised
         text = f"<{type(value).__name__} object; repr() raised {type(exc).__name__}>"
-    text = text.replace("\n", "\\n").replace("\r", "\\r")
+    # a line break or terminal escape in it would print lines or colours that look like pytest's or ours
+    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

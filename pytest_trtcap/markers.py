@@ -77,7 +77,9 @@ def argument_problem(item: Any, mark: Any) -> Optional[str]:
     """What is wrong with ``mark``, one of our markers on ``item``, if it was given arguments (they take none)."""
     if not (mark.args or mark.kwargs):
         return None
-    given = ", ".join([repr(a) for a in mark.args] + [f"{k}={v!r}" for k, v in mark.kwargs.items()])
+    from .hook_results import shown  # the arguments are the project's objects: any repr, of any length
+
+    given = ", ".join([shown(a, 100) for a in mark.args] + [f"{k}={shown(v, 100)}" for k, v in mark.kwargs.items()])
     return f"{item.nodeid}: @pytest.mark.{mark.name} takes no arguments, got ({given})"
 
 
