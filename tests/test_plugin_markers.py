@@ -287,7 +287,8 @@ def test_a_marker_argument_with_a_hostile_repr_is_reported_on_one_bounded_line(
                                     f"@pytest.mark.trt_bf16(ARGS[{case!r}])\ndef test_one():\n    pass\n")
     else:
         pytester.makeconftest(f"import pytest\nfrom hostile import ARGS\n\ndef pytest_collection_modifyitems(items):\n"
-                              f"    for item in items:\n        item.add_marker(pytest.mark.trt_bf16(ARGS[{case!r}]))\n")
+                              f"    for item in items:\n"
+                              f"        item.add_marker(pytest.mark.trt_bf16(ARGS[{case!r}]))\n")
         pytester.makepyfile(test_it="def test_one():\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "--trt-target-sm", "8.9")
     out = result.stdout.str()
