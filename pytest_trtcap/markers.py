@@ -42,6 +42,21 @@ def carried_by_own_markers(items: Any, names: Tuple[str, ...]) -> bool:
     return any(mark.name in wanted for item in items for mark in getattr(item, "own_markers", ()))
 
 
+def carried_after_collection(items: Any, names: Tuple[str, ...]) -> bool:
+    """Whether any of ``items``, or a module or class above one, carries one of ``names`` among its own markers:
+    ``pytest_collection_modifyitems`` may add one to either after the collectors reported. Each node is read once."""
+    wanted = frozenset(names)
+    seen = set()
+    for item in items:
+        node = item
+        while node is not None and id(node) not in seen:
+            seen.add(id(node))
+            if any(mark.name in wanted for mark in getattr(node, "own_markers", ())):
+                return True
+            node = getattr(node, "parent", None)
+    return False
+
+
 def capability_markers() -> Dict[str, Tuple[Rule, ...]]:
     """Marker name -> rules, in table order (``trt_fp32_gemm``, ``trt_cdist_matmul``, ...)."""
     return rules.markers()
