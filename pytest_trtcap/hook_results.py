@@ -47,7 +47,15 @@ def shown(value: Any, limit: int = 300) -> str:
 
 
 def _where(impl: Any) -> str:
-    return str(getattr(impl.plugin, "__file__", None) or impl.plugin_name)
+    """The module's file, else the name it was registered under; pluggy names an object registered without one by a
+    number, so that one is named by the file that defines its hook."""
+    plugin = impl.plugin
+    if getattr(plugin, "__file__", None):
+        return str(plugin.__file__)
+    code = getattr(impl.function, "__code__", None)
+    if impl.plugin_name == str(id(plugin)) and code is not None:
+        return f"{type(plugin).__name__} object from {code.co_filename}"
+    return str(impl.plugin_name)
 
 
 def _each(caller: Any, **kwargs: Any) -> Iterator[HookResult]:
