@@ -389,3 +389,21 @@ def test_marker_arguments_added_in_collection_modifyitems_error_wherever_the_mar
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*trtcap: test_late.py::test_one: @pytest.mark.{mark.split('(')[0]} takes no "
                                  f"arguments, got {shown_args}*"])
+
+
+def test_an_in_process_pytester_run_that_declares_targets_is_no_leak_of_the_test_that_runs_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """A project's own plugin test runs a session in process whose conftest names the targets: that session declares
+    and undoes them, which wakes the outer one. pytester then drops the guards' modules the inner session loaded, and
+    the outer isolation must still find the state as it was, not report a leak nobody made."""
+    pytester.makeconftest("pytest_plugins = ['pytester']\n")
+    pytester.makepyfile(test_outer="""
+def test_runs_a_session_in_process(pytester):
+    pytester.makeconftest("def pytest_trtcap_target_capabilities(config):\\n    return '8.9'\\n")
+    pytester.makepyfile("def test_one():\\n    pass\\n")
+    pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+""")
+    result = pytester.runpytest_subprocess(*RUN)
+    result.assert_outcomes(passed=1)
+    assert "leaked global state" not in result.stdout.str()
