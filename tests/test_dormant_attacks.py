@@ -407,3 +407,22 @@ def test_runs_a_session_in_process(pytester):
     result = pytester.runpytest_subprocess(*RUN)
     result.assert_outcomes(passed=1)
     assert "leaked global state" not in result.stdout.str()
+
+
+def test_a_second_in_process_pytester_run_skips_on_the_targets_its_conftest_names(pytester: pytest.Pytester) -> None:
+    """pytester drops the modules an in-process run loaded; the guards' package must not keep answering from the
+    dropped copy, or the next in-process session declares its targets where nothing reads them and runs a test
+    its markers forbid."""
+    pytester.makeconftest("pytest_plugins = ['pytester']\n")
+    pytester.makepyfile(test_outer="""
+def test_first_run_reads_the_targets(pytester):
+    pytester.makepyfile("def test_one():\\n    pass\\n")
+    pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+def test_second_run_names_turing(pytester):
+    pytester.makeconftest("def pytest_trtcap_target_capabilities(config):\\n    return '7.5'\\n")
+    pytester.makepyfile("import pytest\\n\\n@pytest.mark.trt_fp32_gemm\\ndef test_gemm():\\n    pass\\n")
+    pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider").assert_outcomes(skipped=1)
+""")
+    result = pytester.runpytest_subprocess(*RUN, "-q")
+    result.assert_outcomes(passed=2)
