@@ -41,9 +41,14 @@ def shown(value: Any, limit: int = 300) -> str:
         text = repr(value)
     except Exception as exc:  # any failure of foreign code is reported, not raised
         text = f"<{type(value).__name__} object; repr() raised {type(exc).__name__}>"
-    # a line break or terminal escape in it would print lines or colours that look like pytest's or ours
-    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    text = _printable(text)  # on one line
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _printable(text: str) -> str:
+    """``text`` with every control character escaped: a line break or terminal escape in a value or a file name
+    would print lines or colours that look like pytest's or ours."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def _where(impl: Any) -> str:
@@ -51,11 +56,11 @@ def _where(impl: Any) -> str:
     number, so that one is named by the file that defines its hook."""
     plugin = impl.plugin
     if getattr(plugin, "__file__", None):
-        return str(plugin.__file__)
+        return _printable(str(plugin.__file__))
     code = getattr(impl.function, "__code__", None)
     if impl.plugin_name == str(id(plugin)) and code is not None:
-        return f"{type(plugin).__name__} object from {code.co_filename}"
-    return str(impl.plugin_name)
+        return _printable(f"{type(plugin).__name__} object from {code.co_filename}")
+    return _printable(str(impl.plugin_name))
 
 
 def _each(caller: Any, **kwargs: Any) -> Iterator[HookResult]:
