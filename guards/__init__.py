@@ -19,6 +19,7 @@ if __name__ != "trtcap_guards":
     )
 
 import importlib
+import sys
 from typing import Any, Dict, List
 
 #: Public name -> the submodule that defines it (``submodule.attribute`` where the names differ). Imported on first
@@ -57,15 +58,15 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
+    """Exports are read from their module as ``sys.modules`` holds it now, never kept here: an in-process pytester
+    run drops the submodules it loaded, and a kept copy would answer from state nobody declares into any more."""
     if name in _EXPORTS:
         module, _, attribute = _EXPORTS[name].partition(".")
-        value = getattr(importlib.import_module(f".{module}", __name__), attribute or name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f".{name}", __name__)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value  # later look-ups are plain attribute reads
-    return value
+        loaded = sys.modules.get(f"{__name__}.{module}") or importlib.import_module(f".{module}", __name__)
+        return getattr(loaded, attribute or name)
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)  # the import binds it here, as any submodule import
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> List[str]:

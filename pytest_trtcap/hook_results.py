@@ -35,17 +35,32 @@ class StateEntry:
 
 
 def shown(value: Any, limit: int = 300) -> str:
-    """``repr(value)`` on one line and bounded, for an error message; never raises (a project's ``__repr__`` may)."""
+    """``repr(value)`` on one line, bounded and free of control characters, for an error message; never raises (a
+    project's ``__repr__`` may)."""
     try:
         text = repr(value)
     except Exception as exc:  # any failure of foreign code is reported, not raised
         text = f"<{type(value).__name__} object; repr() raised {type(exc).__name__}>"
-    text = text.replace("\n", "\\n").replace("\r", "\\r")
+    text = _printable(text)  # on one line
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _printable(text: str) -> str:
+    """``text`` with every control character escaped: a line break or terminal escape in a value or a file name
+    would print lines or colours that look like pytest's or ours."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def _where(impl: Any) -> str:
-    return str(getattr(impl.plugin, "__file__", None) or impl.plugin_name)
+    """The module's file, else the name it was registered under; pluggy names an object registered without one by a
+    number, so that one is named by the file that defines its hook."""
+    plugin = impl.plugin
+    if getattr(plugin, "__file__", None):
+        return _printable(str(plugin.__file__))
+    code = getattr(impl.function, "__code__", None)
+    if impl.plugin_name == str(id(plugin)) and code is not None:
+        return _printable(f"{type(plugin).__name__} object from {code.co_filename}")
+    return _printable(str(impl.plugin_name))
 
 
 def _each(caller: Any, **kwargs: Any) -> Iterator[HookResult]:

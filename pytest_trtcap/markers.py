@@ -42,6 +42,21 @@ def carried_by_own_markers(items: Any, names: Tuple[str, ...]) -> bool:
     return any(mark.name in wanted for item in items for mark in getattr(item, "own_markers", ()))
 
 
+def carried_after_collection(items: Any, names: Tuple[str, ...]) -> bool:
+    """Whether any of ``items``, or a module or class above one, carries one of ``names`` among its own markers:
+    ``pytest_collection_modifyitems`` may add one to either after the collectors reported. Each node is read once."""
+    wanted = frozenset(names)
+    seen = set()
+    for item in items:
+        node = item
+        while node is not None and id(node) not in seen:
+            seen.add(id(node))
+            if any(mark.name in wanted for mark in getattr(node, "own_markers", ())):
+                return True
+            node = getattr(node, "parent", None)
+    return False
+
+
 def capability_markers() -> Dict[str, Tuple[Rule, ...]]:
     """Marker name -> rules, in table order (``trt_fp32_gemm``, ``trt_cdist_matmul``, ...)."""
     return rules.markers()
@@ -77,11 +92,14 @@ def argument_problem(item: Any, mark: Any) -> Optional[str]:
     """What is wrong with ``mark``, one of our markers on ``item``, if it was given arguments (they take none)."""
     if not (mark.args or mark.kwargs):
         return None
-    given = ", ".join([repr(a) for a in mark.args] + [f"{k}={v!r}" for k, v in mark.kwargs.items()])
+    from .hook_results import shown  # the arguments are the project's objects: any repr, of any length
+
+    given = ", ".join([shown(a, 100) for a in mark.args] + [f"{k}={shown(v, 100)}" for k, v in mark.kwargs.items()])
     return f"{item.nodeid}: @pytest.mark.{mark.name} takes no arguments, got ({given})"
 
 
 def bad_marker_usage(item: Any) -> List[str]:
-    """Problems with the capability markers on ``item`` (they take no arguments)."""
-    found = (argument_problem(item, mark) for name in marker_names() for mark in item.iter_markers(name))
+    """Problems with our markers on ``item`` (they take no arguments); its node chain is read once."""
+    ours = frozenset(marker_names())
+    found = (argument_problem(item, mark) for mark in item.iter_markers() if mark.name in ours)
     return [problem for problem in found if problem is not None]

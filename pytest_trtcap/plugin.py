@@ -155,7 +155,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     ``pytest_collection_modifyitems`` may have added our markers after the collectors reported."""
     state = session.config.stash.get(STATE, None)
     if state is not None and state.session is None and (
-            state.in_use() or markers.carried_by_own_markers(session.items, markers.marker_names())):
+            state.in_use() or markers.carried_after_collection(session.items, markers.marker_names())):
         state.activate().pytest_collection_finish(session)  # registered during this hook: pluggy would skip it
 
 

@@ -112,12 +112,11 @@ class SessionPlugin:
         if _isolated(item):
             item.stash[_HELD] = True
             self.held = item
+        problems = markers.bad_marker_usage(item)  # added after collection (a collected one failed it)
+        if problems:
+            pytest.fail("trtcap: " + "\n".join(problems), pytrace=False)
         for name in markers.capability_markers():
-            mark = item.get_closest_marker(name)
-            if mark is not None:
-                problem = markers.argument_problem(item, mark)  # added after collection (a collected one failed it)
-                if problem is not None:
-                    pytest.fail(f"trtcap: {problem}", pytrace=False)
+            if item.get_closest_marker(name) is not None:
                 reason = markers.skip_reason(name, guards.capability_decision())
                 if reason is not None:
                     item.user_properties.append((_SKIP_PROPERTY, name))

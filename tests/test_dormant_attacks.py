@@ -350,3 +350,79 @@ def test_markers_on_modules_classes_and_unittest_classes_skip_on_a_turing_host_w
     result = pytester.runpytest_subprocess(*RUN, "--strict-markers", "-W", "error")
     result.assert_outcomes(skipped=3)
     result.stdout.fnmatch_lines(["capability skips: 3 (*)"])
+
+
+@pytest.mark.parametrize("where", ["pytest.Module", "pytest.Class"])
+def test_a_marker_added_on_the_module_or_class_in_collection_modifyitems_skips_in_a_session_that_sets_nothing(
+    pytester: pytest.Pytester, where: str
+) -> None:
+    """As on the test itself: a marker a conftest adds after collection to the test's module or class must still
+    skip on a Turing host, though no test carries it among its own markers."""
+    pytester.makeconftest(TURING_HOST_CONFTEST.replace("item.add_marker(", f"item.getparent({where}).add_marker("))
+    pytester.makepyfile("class TestGemm:\n    def test_gemm(self):\n        pass\n")
+    result = pytester.runpytest_subprocess(*RUN)
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*trtcap: TensorRT-RTX cannot serve FP32 GEMM on SM 7.5 (targets 7.5 from host*"])
+
+
+LATE_ARGUMENTS = {
+    "on a test that carries the marker bare": (
+        "import pytest\n\n@pytest.mark.trt_bf16\ndef test_one():\n    pass\n", "trt_bf16('late')", "('late')"),
+    "trtcap_no_isolation": ("def test_one():\n    pass\n", "trtcap_no_isolation(why='late')", "(why='late')"),
+    "on the module": ("def test_one():\n    pass\n", "trt_bf16('late')", "('late')"),
+}
+
+
+@pytest.mark.parametrize("given", [(), ("--trt-target-sm", "8.9")], ids=["nothing given", "a setting given"])
+@pytest.mark.parametrize("case", list(LATE_ARGUMENTS))
+def test_marker_arguments_added_in_collection_modifyitems_error_wherever_the_marker_sits(
+    pytester: pytest.Pytester, given: tuple, case: str
+) -> None:
+    """Written on a test, any of our markers given arguments fails collection; added later, it errors its test
+    at setup, whichever of our markers it is and whatever else the test carries."""
+    source, mark, shown_args = LATE_ARGUMENTS[case]
+    node = "item.getparent(pytest.Module)" if case == "on the module" else "item"
+    pytester.makeconftest(f"import pytest\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n"
+                          f"        {node}.add_marker(pytest.mark.{mark})\n")
+    pytester.makepyfile(test_late=source)
+    result = pytester.runpytest_subprocess(*RUN, *given)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*trtcap: test_late.py::test_one: @pytest.mark.{mark.split('(')[0]} takes no "
+                                 f"arguments, got {shown_args}*"])
+
+
+def test_an_in_process_pytester_run_that_declares_targets_is_no_leak_of_the_test_that_runs_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """A project's own plugin test runs a session in process whose conftest names the targets: that session declares
+    and undoes them, which wakes the outer one. pytester then drops the guards' modules the inner session loaded, and
+    the outer isolation must still find the state as it was, not report a leak nobody made."""
+    pytester.makeconftest("pytest_plugins = ['pytester']\n")
+    pytester.makepyfile(test_outer="""
+def test_runs_a_session_in_process(pytester):
+    pytester.makeconftest("def pytest_trtcap_target_capabilities(config):\\n    return '8.9'\\n")
+    pytester.makepyfile("def test_one():\\n    pass\\n")
+    pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+""")
+    result = pytester.runpytest_subprocess(*RUN)
+    result.assert_outcomes(passed=1)
+    assert "leaked global state" not in result.stdout.str()
+
+
+def test_a_second_in_process_pytester_run_skips_on_the_targets_its_conftest_names(pytester: pytest.Pytester) -> None:
+    """pytester drops the modules an in-process run loaded; the guards' package must not keep answering from the
+    dropped copy, or the next in-process session declares its targets where nothing reads them and runs a test
+    its markers forbid."""
+    pytester.makeconftest("pytest_plugins = ['pytester']\n")
+    pytester.makepyfile(test_outer="""
+def test_first_run_reads_the_targets(pytester):
+    pytester.makepyfile("def test_one():\\n    pass\\n")
+    pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+def test_second_run_names_turing(pytester):
+    pytester.makeconftest("def pytest_trtcap_target_capabilities(config):\\n    return '7.5'\\n")
+    pytester.makepyfile("import pytest\\n\\n@pytest.mark.trt_fp32_gemm\\ndef test_gemm():\\n    pass\\n")
+    pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider").assert_outcomes(skipped=1)
+""")
+    result = pytester.runpytest_subprocess(*RUN, "-q")
+    result.assert_outcomes(passed=2)

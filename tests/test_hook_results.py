@@ -145,3 +145,28 @@ def test_a_bad_value_is_found_whichever_implementation_returned_it():
     good = [("good", noop, noop)]
     with pytest.raises(pytest.UsageError, match=r"in /project/conftest_1\.py: .* got not a list: 'oops'"):
         isolated_state_entries(state_config(good, "oops"))
+
+
+def test_a_late_plugin_object_registered_without_a_name_is_named_by_its_file(pytester: pytest.Pytester) -> None:
+    """A subfolder conftest registering a plugin object in its pytest_configure: pluggy names it by a number, which
+    tells the user nothing; the error names the file that defines the hook instead."""
+    sub = pytester.mkpydir("sub")
+    (sub / "conftest.py").write_text(
+        "class TargetsPlugin:\n    def pytest_trtcap_target_capabilities(self, config):\n        return '7.5'\n\n"
+        "def pytest_configure(config):\n    config.pluginmanager.register(TargetsPlugin())\n")
+    (sub / "test_it.py").write_text("def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(["ERROR: trtcap: hook pytest_trtcap_target_capabilities in *sub*conftest.py*: *"])
+
+
+def test_a_file_name_with_a_line_break_prints_no_line_of_its_own(pytester: pytest.Pytester) -> None:
+    """The error names the implementing file; a folder whose name holds a line break must not start a line that
+    looks like pytest's."""
+    sub = pytester.mkpydir("sub\nPASSED forged")
+    (sub / "conftest.py").write_text("def pytest_trtcap_target_capabilities(config):\n    return '7.5'\n")
+    (sub / "test_it.py").write_text("def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(["ERROR: trtcap: hook pytest_trtcap_target_capabilities in *sub\\nPASSED forged*"])
+    assert not any(line.startswith("PASSED forged") for line in result.stderr.lines)

@@ -253,3 +253,47 @@ def test_a_class_marker_given_arguments_names_each_test(pytester: pytest.Pyteste
         "*test_a_class_marker_given_arguments_names_each_test.py::TestCdist::test_one: "
         "@pytest.mark.trt_cdist_matmul takes no arguments, got (p=2)",
     ])
+
+
+#: Marker arguments whose repr a project wrote: one that raises, one that would print lines of its own (and a
+#: terminal escape), one far too long for a message.
+HOSTILE_REPRS = """
+import pytest
+
+class Raises:
+    def __repr__(self):
+        raise RuntimeError("repr refused")
+
+class Forges:
+    def __repr__(self):
+        return "x)\\nPASSED test_forged.py::test_forged\\n\\x1b[31mred"
+
+ARGS = {"raises": Raises(), "forges": Forges(), "huge": "y" * 5000}
+"""
+
+
+@pytest.mark.parametrize("case", ["raises", "forges", "huge"])
+@pytest.mark.parametrize("when", ["collected", "added in pytest_collection_modifyitems"])
+def test_a_marker_argument_with_a_hostile_repr_is_reported_on_one_bounded_line(
+    pytester: pytest.Pytester, case: str, when: str
+) -> None:
+    """The arguments are the project's objects: their repr may raise, span lines or run to any length. The
+    error still names the test and the marker, on one line of bounded length, and nothing else is printed as ours
+    (no internal error, no forged result line, no raw terminal escape)."""
+    pytester.makepyfile(hostile=HOSTILE_REPRS)
+    pytester.syspathinsert()
+    if when == "collected":
+        pytester.makepyfile(test_it=f"import pytest\nfrom hostile import ARGS\n\n"
+                                    f"@pytest.mark.trt_bf16(ARGS[{case!r}])\ndef test_one():\n    pass\n")
+    else:
+        pytester.makeconftest(f"import pytest\nfrom hostile import ARGS\n\ndef pytest_collection_modifyitems(items):\n"
+                              f"    for item in items:\n"
+                              f"        item.add_marker(pytest.mark.trt_bf16(ARGS[{case!r}]))\n")
+        pytester.makepyfile(test_it="def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "--trt-target-sm", "8.9")
+    out = result.stdout.str()
+    assert result.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED), out
+    assert "INTERNALERROR" not in out and "repr refused" not in out
+    assert "\x1b" not in out and not any(line.startswith("PASSED test_forged") for line in out.splitlines())
+    lines = [line for line in out.splitlines() if "@pytest.mark.trt_bf16 takes no arguments" in line]
+    assert lines and all(line.count("test_it.py::test_one") == 1 and len(line) < 1000 for line in lines), out
