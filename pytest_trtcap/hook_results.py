@@ -119,6 +119,7 @@ def late_target_hook(config: pytest.Config, known: tuple) -> Optional[str]:
     late = [impl for impl in getattr(config.hook, TARGETS).get_hookimpls() if impl.plugin not in known]
     if not late:
         return None
-    return (f"trtcap: hook {TARGETS} in {_where(late[0])}: pytest loaded it while collecting, after the session's "
-            "targets were settled, so its answer would be ignored; implement it in a conftest.py that pytest loads "
-            "at start (the rootdir's, or one in a folder given on the command line or in testpaths) or in a plugin")
+    return (f"trtcap: hook {TARGETS} in {_where(late[0])}: registered after the session's targets were settled "
+            "(pytest configures before it collects), so its answer would be ignored; implement it in a plugin or in "
+            "a conftest.py pytest loads before configuring: one in a folder given on the command line (or in "
+            "testpaths), or in a folder above one")

@@ -106,7 +106,7 @@ class SessionPlugin:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Hold before any fixture is set up (fixtures get their own frames); then capability markers skip."""
         if self.late_target_hook is not None:  # an xdist worker's: each test fails with it
-            raise pytest.UsageError(self.late_target_hook)
+            pytest.fail(self.late_target_hook, pytrace=False)
         self.current = item
         self.state.get_isolation().hold()
         if _isolated(item):

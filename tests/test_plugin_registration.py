@@ -101,3 +101,18 @@ def test_naming_the_packages_in_pytest_plugins_is_harmless_under_warnings_as_err
     pytester.makepyfile("def test_one(trt_capability):\n    assert trt_capability.reason\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error")
     result.assert_outcomes(passed=1)
+
+
+def test_a_conftest_marking_our_hooks_optional_loads_where_the_plugin_is_disabled(pytester: pytest.Pytester) -> None:
+    """What the README advises for projects that sometimes run with ``-p no:trtcap``: unmarked, pytest refuses the
+    implementation as a hook nobody specified; marked optional, the suite runs (with the plugin, it still answers)."""
+    hook = "def pytest_trtcap_target_capabilities(config):\n    return '8.9'\n"
+    pytester.makepyfile("def test_one():\n    pass\n")
+    pytester.makeconftest(hook)
+    refused = pytester.runpytest_subprocess("-p", "no:trtcap", "-p", "no:cacheprovider")
+    assert "unknown hook 'pytest_trtcap_target_capabilities'" in refused.stdout.str() + refused.stderr.str()
+    pytester.makeconftest("import pytest\n\n@pytest.hookimpl(optionalhook=True)\n" + hook)
+    pytester.runpytest_subprocess("-p", "no:trtcap", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    with_plugin = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    with_plugin.assert_outcomes(passed=1)
+    with_plugin.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from hook pytest_trtcap_target_capabilities);*"])

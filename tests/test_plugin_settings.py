@@ -480,3 +480,4 @@ def test_under_xdist_each_test_fails_with_the_late_targets_hook_error(pytester: 
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*trtcap: hook pytest_trtcap_target_capabilities in *sub*conftest.py: *"])
+    assert "session.py" not in result.stdout.str()  # the message alone, not a traceback into the plugin
