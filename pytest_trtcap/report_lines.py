@@ -58,9 +58,10 @@ def _given(setting: Setting) -> str:
 
 def _guards_text(state: TrtcapState) -> str:
     s = state.settings.guards
+    installed = loaded_converter_registry() is not None and guards.is_installed()  # guards sit only in a registry
     if not s.value:
-        return f"off ({_sourced(s)})"
-    if loaded_converter_registry() is not None and guards.is_installed():  # guards sit only in a loaded registry
+        return f"off ({_sourced(s)})" + ("; installed by the project" if installed else "")
+    if installed:
         return f"installed ({len(state.installed_targets) or 'all'} targets; on, {_sourced(s)})"
     return f"on ({_sourced(s)}; installed when torch_tensorrt is imported)"
 

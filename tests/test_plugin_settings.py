@@ -481,3 +481,15 @@ def test_under_xdist_each_test_fails_with_the_late_targets_hook_error(pytester: 
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*trtcap: hook pytest_trtcap_target_capabilities in *sub*conftest.py: *"])
     assert "session.py" not in result.stdout.str()  # the message alone, not a traceback into the plugin
+
+
+def test_with_the_setting_off_the_header_still_says_when_the_project_installed_the_guards(
+    pytester: pytest.Pytester,
+) -> None:
+    """``--trtcap-guards off`` keeps the plugin from installing them; a conftest that installs them itself is still
+    shown, not hidden behind "off"."""
+    pytester.makeconftest("import trtcap_guards as guards\n\nguards.import_torch_tensorrt()\nguards.install()\n")
+    pytester.makepyfile("def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-guards", "off")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["trtcap: targets: *; guards: off (from --trtcap-guards); installed by the project"])
