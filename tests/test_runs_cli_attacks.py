@@ -1,0 +1,79 @@
+"""``trtcap`` as an outside user meets it: bad command lines and hostile output directories and records."""
+
+from __future__ import annotations
+
+import json
+
+from runs_helpers import make_suite, one_line_error, record_data, trtcap, write_input
+
+PASSING = {"test_one.py": "def test_one():\n    pass\n"}
+
+
+def _error_lines(proc):
+    return [line for line in proc.stderr.splitlines() if line.startswith("trtcap: error:")]
+
+
+def test_pytest_arguments_without_double_dash_say_where_they_go(tmp_path):
+    suite = make_suite(tmp_path / "suite", PASSING)
+    proc = trtcap("sweep", "--arms", "7.5", "--out", tmp_path / "o", "test_one.py", "-k", "one", cwd=suite)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    errors = _error_lines(proc)
+    assert len(errors) == 1, proc.stderr
+    assert "test_one.py -k one" in errors[0] and "after `--`" in errors[0], errors[0]
+    assert proc.stderr.startswith("usage: trtcap sweep"), proc.stderr  # the sweep's usage, not the top level's
+    assert proc.stdout == "" and not (tmp_path / "o").exists()
+
+
+def test_empty_out_names_the_flag_and_the_value(tmp_path):
+    suite = make_suite(tmp_path / "suite", PASSING)
+    proc = trtcap("sweep", "--arms", "7.5", "--out", "", cwd=suite)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    errors = _error_lines(proc)
+    assert len(errors) == 1 and "--out ''" in errors[0], proc.stderr
+    assert proc.stdout == ""
+
+
+def test_out_that_is_a_file_names_the_flag_and_leaves_the_file(tmp_path):
+    suite = make_suite(tmp_path / "suite", PASSING)
+    target = tmp_path / "results.json"
+    target.write_text("keep me\n")
+    proc = trtcap("sweep", "--arms", "7.5", "--out", target, cwd=suite)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    errors = _error_lines(proc)
+    assert len(errors) == 1 and f"--out {str(target)!r}" in errors[0], proc.stderr
+    assert target.read_text() == "keep me\n"
+
+
+def test_a_planted_link_beside_the_record_is_never_written_through(tmp_path):
+    """The record is written to a file beside it, then moved into place: a link already there must not make
+    the sweep overwrite the file it points to, nor leave the record as a link to it."""
+    suite = make_suite(tmp_path / "suite", PASSING)
+    out = tmp_path / "o"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (out / "arm-7.5.json.tmp").symlink_to(victim)
+    proc = trtcap("sweep", "--arms", "7.5", "--out", out, "-q", cwd=suite)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert victim.read_text() == "precious\n"
+    record = out / "arm-7.5.json"
+    assert not record.is_symlink() and json.loads(record.read_text())["arm"] == "7.5"
+
+
+def test_a_record_that_cannot_be_written_leaves_no_partial_file(tmp_path):
+    from pytest_trtcap.runs.record import dump_record
+
+    path = tmp_path / "arm-7.5.json"
+    path.write_text("the earlier record\n")
+    data = record_data({"t.py::test_a": {"outcome": "passed"}, "t.py::test_b": {"outcome": "passed", "x": {1, 2}}})
+    try:
+        dump_record(data, path)
+    except TypeError:
+        pass
+    assert path.read_text() == "the earlier record\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["arm-7.5.json"]
+
+
+def test_a_version_of_the_wrong_type_is_shown_as_written(tmp_path):
+    path = write_input(tmp_path, "v.json", json.dumps(record_data({}, version="2")))
+    one_line_error(trtcap("compare", path, path), str(path), "(got '2')")
