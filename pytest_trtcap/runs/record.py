@@ -142,16 +142,43 @@ def _dumps(value: Any, indent: Optional[int] = None) -> str:
 
 
 def dump_record(data: Mapping[str, Any], path: Any) -> None:
-    """Write a record: header fields indented, one test per line (diffable, and fast for 100k tests)."""
+    """Write a record: header fields indented, one test per line (diffable, and fast for 100k tests).
+
+    The text goes to a new file beside ``path`` (created exclusively: a link or FIFO planted there is never
+    written through) and replaces ``path`` only once complete; on any failure it is removed, so an earlier
+    record stays whole and no partial file is left behind.
+    """
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(str(path)) + ".", suffix=".tmp",
+                               dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with open(fd, "w", encoding="utf-8") as fh:
+            _write_record(fh, data)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    """The process umask (mkstemp creates 0600; a record gets the mode an ordinary write would give it)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _write_record(fh: Any, data: Mapping[str, Any]) -> None:
     head = {k: v for k, v in data.items() if k != "tests"}
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        text = _dumps(head, indent=2)
-        fh.write(text[:-2] + ",\n" if head else "{\n")
-        fh.write('  "tests": {')
-        first = True
-        for nodeid, entry in data["tests"].items():
-            fh.write(("\n    " if first else ",\n    ") + _dumps(nodeid) + ": " + _dumps(entry))
-            first = False
-        fh.write("\n  }\n}\n" if not first else "}\n}\n")
-    os.replace(tmp, path)
+    text = _dumps(head, indent=2)
+    fh.write(text[:-2] + ",\n" if head else "{\n")
+    fh.write('  "tests": {')
+    first = True
+    for nodeid, entry in data["tests"].items():
+        fh.write(("\n    " if first else ",\n    ") + _dumps(nodeid) + ": " + _dumps(entry))
+        first = False
+    fh.write("\n  }\n}\n" if not first else "}\n}\n")
