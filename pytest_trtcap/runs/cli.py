@@ -112,9 +112,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     _escape_unencodable()
     parser = build_parser()
     try:
-        ns = parser.parse_args(args_list)
+        ns, extra = parser.parse_known_args(args_list)
+        if extra and ns.command != "sweep":
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # argparse: usage errors and --help
         return int(exc.code) if isinstance(exc.code, int) else EXIT_INCOMPLETE
+    if extra:
+        return _sweep_usage_error(f"unrecognized arguments: {' '.join(extra)}; pytest arguments go after `--`: "
+                                  f"trtcap sweep [OPTIONS] -- {' '.join(extra)}")
     if ns.version:
         return _version()
     if ns.command is None:
@@ -136,6 +141,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_INCOMPLETE
 
 
+def _sweep_usage_error(message: str) -> int:
+    print(f"usage: {SWEEP_USAGE}", file=sys.stderr)
+    _err(message)
+    return EXIT_INCOMPLETE
+
+
+def _out_problem(out: str, exc: OSError) -> str:
+    """``--out 'DIR': [FILE: ]problem``: the flag and its value first, whichever file inside it failed."""
+    import os
+
+    where = getattr(exc, "filename", None)
+    if isinstance(exc, FileExistsError) and where is not None and os.path.abspath(where) == os.path.abspath(out):
+        return f"--out {out!r}: exists and is not a directory"
+    inside = f"{where}: " if where and os.path.abspath(where) != os.path.abspath(out) else ""
+    return f"--out {out!r}: {inside}{exc.strerror or exc}"
+
+
 def _sweep(ns: argparse.Namespace, pytest_args: List[str]) -> int:
     from . import render, sweep
 
@@ -143,13 +165,11 @@ def _sweep(ns: argparse.Namespace, pytest_args: List[str]) -> int:
         arms = sweep.parse_arms(ns.arms)
         sweep.check_pytest_args(pytest_args)
     except sweep.UsageError as exc:
-        print(f"usage: {SWEEP_USAGE}", file=sys.stderr)
-        _err(str(exc))
-        return EXIT_INCOMPLETE
+        return _sweep_usage_error(str(exc))
     try:
         result = sweep.run_sweep(arms, ns.out, pytest_args, progress=sweep.Progress(enabled=not ns.quiet))
     except OSError as exc:
-        _err(f"{getattr(exc, 'filename', None) or ns.out}: {exc.strerror or exc}")
+        _err(_out_problem(ns.out, exc))
         return EXIT_INCOMPLETE
     render.render(result, ns.format, sys.stdout, ns.max_rows)
     return int(result["exit_status"])

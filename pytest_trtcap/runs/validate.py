@@ -53,7 +53,7 @@ def _check_header(path: Any, data: Dict[str, Any]) -> None:
         raise RecordError(path, f"not a trtcap record (schema is {str(schema)[:60]!r}, expected {SCHEMA!r})")
     version = data.get("version")
     if not _is(version, _INT) or version < 1:
-        raise RecordError(path, f"record has no valid \"version\" (got {str(version)[:40]})")
+        raise RecordError(path, f"record has no valid \"version\" (got {repr(version)[:40]})")
     if version > VERSION:
         raise RecordError(
             path, f"record version {version} is newer than this trtcap understands ({VERSION}): upgrade pytest-trtcap"
