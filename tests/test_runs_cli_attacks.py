@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from runs_helpers import make_suite, one_line_error, record_data, trtcap, write_input
 
 PASSING = {"test_one.py": "def test_one():\n    pass\n"}
@@ -77,3 +79,22 @@ def test_a_record_that_cannot_be_written_leaves_no_partial_file(tmp_path):
 def test_a_version_of_the_wrong_type_is_shown_as_written(tmp_path):
     path = write_input(tmp_path, "v.json", json.dumps(record_data({}, version="2")))
     one_line_error(trtcap("compare", path, path), str(path), "(got '2')")
+
+
+def test_pytest_refusing_its_arguments_is_named_in_the_result(tmp_path):
+    suite = make_suite(tmp_path / "suite", PASSING)
+    proc = trtcap("sweep", "--arms", "7.5", "--out", tmp_path / "o", "-q", "--", "--no-such-pytest-flag", cwd=suite)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    result = proc.stdout.rstrip().splitlines()[-1]
+    assert result.startswith("RESULT: INCOMPLETE: arm 7.5: process: ") and "usage error" in result, result
+    assert "--no-such-pytest-flag" in proc.stdout  # pytest's own complaint, in the stderr tail
+
+
+@pytest.mark.parametrize("flag", ["--lf", "--last-failed", "--ff", "--nf", "--sw", "--stepwise-skip", "--cache-clear"])
+def test_cache_options_are_a_usage_error_before_any_arm_runs(tmp_path, flag):
+    suite = make_suite(tmp_path / "suite", PASSING)
+    proc = trtcap("sweep", "--arms", "7.5,8.9", "--out", tmp_path / "o", "--", flag, cwd=suite)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    errors = _error_lines(proc)
+    assert len(errors) == 1 and flag in errors[0] and "cache" in errors[0], proc.stderr
+    assert proc.stdout == "" and not (tmp_path / "o").exists()
