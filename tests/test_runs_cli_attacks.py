@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from runs_helpers import make_suite, one_line_error, record_data, trtcap, write_input
 
 PASSING = {"test_one.py": "def test_one():\n    pass\n"}

@@ -25,6 +25,7 @@ from .record import build_record, dump_record
 from .stream import empty_stream, read_stream
 
 STDERR_TAIL_LINES = 20
+_PYTEST_USAGE_ERROR = 4
 
 
 class ArmPaths(NamedTuple):
@@ -90,7 +91,10 @@ def _record(arm: str, paths: ArmPaths, launch: Launch) -> Dict[str, Any]:
         stream = empty_stream(exc.problem)
     reconciliation = reconcile(stream, returncode=launch.returncode)
     if stream.get("stream_error"):
-        reconciliation["disagreements"].insert(0, f"record: {paths.stream}: {stream['stream_error']}")
+        # pytest refusing its arguments is the cause, the missing stream its consequence: the cause leads.
+        disagreements = reconciliation["disagreements"]
+        at = len(disagreements) if launch.returncode == _PYTEST_USAGE_ERROR else 0
+        disagreements.insert(at, f"record: {paths.stream}: {stream['stream_error']}")
         reconciliation["result"] = INCOMPLETE
     return build_record(stream, reconciliation, arm=arm, returncode=launch.returncode, stderr_tail=_stderr_tail(paths))
 

@@ -15,6 +15,7 @@ from .outcomes import COMPLETE, INCOMPLETE, OUTCOMES, outcome_counts
 
 _EXIT_MEANING = {2: "interrupted", 3: "internal error", 4: "usage error"}
 _NO_TESTS_COLLECTED = 5
+_USAGE_ERROR = 4
 
 
 def _signal_name(code: int) -> str:
@@ -33,7 +34,10 @@ def _process(stream: Mapping[str, Any], returncode: Optional[int], out: List[str
     if returncode is not None and returncode < 0:
         out.append(f"process: pytest was killed by {_signal_name(returncode)}{where}")
     elif not finished:
-        code = f" with exit code {returncode}" if returncode is not None else ""
+        # Exit code 4 before the recorder wrote a line is pytest refusing its arguments or configuration;
+        # any other code of an unfinished session may be a test's own os._exit.
+        meaning = " (usage error)" if returncode == _USAGE_ERROR and not stream.get("meta") else ""
+        code = f" with exit code {returncode}{meaning}" if returncode is not None else ""
         out.append(f"process: pytest exited{code} before the session finished{where}")
     elif returncode is not None and exitstatus is not None and returncode != exitstatus:
         out.append(f"process: exit code {returncode} but the session ended with status {exitstatus}")

@@ -30,6 +30,11 @@ DIFF_CLASSES = ("arm-specific failure", "collection error on some arms", "needs 
 FAILING_CLASSES = ("arm-specific failure", "collection error on some arms")
 NOT_RUN = "not run"
 _RESERVED = ("--trt-target-sm", "--junitxml", "--junit-xml", "--trtcap-record")
+#: Options of pytest's cacheprovider and stepwise plugins: each arm runs with ``-p no:cacheprovider`` (a
+#: failure remembered from one arm must never choose the tests another arm runs), so pytest would refuse them.
+_NEED_CACHE = ("--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--cache-show",
+               "--cache-clear", "--lfnf", "--last-failed-no-failures", "--sw", "--stepwise", "--sw-skip",
+               "--stepwise-skip", "--sw-reset", "--stepwise-reset")
 
 
 class UsageError(Exception):
@@ -56,6 +61,10 @@ def check_pytest_args(args: Sequence[str]) -> None:
         for opt in _RESERVED:
             if arg == opt or arg.startswith(opt + "="):
                 raise UsageError(f"{opt} is set by trtcap sweep for each arm; remove it from the pytest arguments")
+        for opt in _NEED_CACHE:
+            if arg == opt or arg.startswith(opt + "="):
+                raise UsageError(f"{opt} needs pytest's cache, which trtcap sweep turns off for each arm "
+                                 "(one arm's failures must not choose another arm's tests); remove it")
 
 
 def _diff_class(outcomes: List[Optional[str]], entries: List[Optional[Mapping[str, Any]]]) -> Optional[str]:
