@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from runs_helpers import make_suite, one_line_error, record_data, trtcap, write_input
@@ -97,3 +100,16 @@ def test_cache_options_are_a_usage_error_before_any_arm_runs(tmp_path, flag):
     errors = _error_lines(proc)
     assert len(errors) == 1 and flag in errors[0] and "cache" in errors[0], proc.stderr
     assert proc.stdout == "" and not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a device whose writes fail: disk full)")
+@pytest.mark.parametrize("fmt", ["table", "json", "markdown"])
+def test_a_report_that_cannot_be_written_is_one_line_error(tmp_path, fmt):
+    path = write_input(tmp_path, "r.json", json.dumps(record_data({"t.py::test_a": {"outcome": "passed"}})))
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "pytest_trtcap", "compare", path, path, "--accept-unverified",
+                               "--format", fmt], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
+    errors = _error_lines(proc)
+    assert len(errors) == 1 and "standard output" in errors[0] and "No space left" in errors[0], proc.stderr
