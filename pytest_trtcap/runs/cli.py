@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 EXIT_OK, EXIT_FAILURES, EXIT_INCOMPLETE = 0, 1, 2
 SWEEP_USAGE = "trtcap sweep [--arms LIST] [--out DIR] [--format {table,json,markdown}] [-- PYTEST ARGS...]"
@@ -100,9 +100,15 @@ def _version() -> int:
     from importlib import metadata
 
     try:
-        print(f"trtcap {metadata.version('pytest-trtcap')}")
+        text = f"trtcap {metadata.version('pytest-trtcap')}"
     except metadata.PackageNotFoundError:
-        print("trtcap (not installed)")
+        text = "trtcap (not installed)"
+    try:
+        print(text, flush=True)
+    except OSError as exc:
+        _drop_stdout()
+        _err(f"cannot write to standard output: {exc.strerror or exc}")
+        return EXIT_INCOMPLETE
     return EXIT_OK
 
 
@@ -138,7 +144,34 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _err("interrupted")
         return EXIT_INCOMPLETE
     except BrokenPipeError:
+        _drop_stdout()
         return EXIT_INCOMPLETE
+
+
+def _drop_stdout() -> None:
+    """Later writes, and the flush at exit, go nowhere: the report is lost already (and said so once)."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _report(result: Dict[str, Any], ns: argparse.Namespace) -> int:
+    """Write the report; standard output that cannot take it (a full disk) is a one-line error, exit 2."""
+    from . import render
+
+    try:
+        render.render(result, ns.format, sys.stdout, ns.max_rows)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        _drop_stdout()
+        _err(f"cannot write the report to standard output: {exc.strerror or exc}")
+        return EXIT_INCOMPLETE
+    return int(result["exit_status"])
 
 
 def _sweep_usage_error(message: str) -> int:
@@ -159,7 +192,7 @@ def _out_problem(out: str, exc: OSError) -> str:
 
 
 def _sweep(ns: argparse.Namespace, pytest_args: List[str]) -> int:
-    from . import render, sweep
+    from . import sweep
 
     try:
         arms = sweep.parse_arms(ns.arms)
@@ -171,12 +204,11 @@ def _sweep(ns: argparse.Namespace, pytest_args: List[str]) -> int:
     except OSError as exc:
         _err(_out_problem(ns.out, exc))
         return EXIT_INCOMPLETE
-    render.render(result, ns.format, sys.stdout, ns.max_rows)
-    return int(result["exit_status"])
+    return _report(result, ns)
 
 
 def _compare(ns: argparse.Namespace) -> int:
-    from . import compare, render
+    from . import compare
     from .inputs import RecordError
     from .load import load_record
 
@@ -190,8 +222,7 @@ def _compare(ns: argparse.Namespace) -> int:
 
     gc.freeze()  # the loaded records live until exit: later GC passes need not scan them again
     result = compare.compare_records(before, after, accept_unverified=ns.accept_unverified)
-    render.render(result, ns.format, sys.stdout, ns.max_rows)
-    return int(result["exit_status"])
+    return _report(result, ns)
 
 
 if __name__ == "__main__":  # pragma: no cover
