@@ -113,3 +113,13 @@ def test_a_report_that_cannot_be_written_is_one_line_error(tmp_path, fmt):
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
     errors = _error_lines(proc)
     assert len(errors) == 1 and "standard output" in errors[0] and "No space left" in errors[0], proc.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a device whose writes fail: disk full)")
+def test_progress_lines_that_cannot_be_written_do_not_stop_the_sweep(tmp_path):
+    suite = make_suite(tmp_path / "suite", PASSING)
+    with open("/dev/full", "w") as full:
+        command = [sys.executable, "-m", "pytest_trtcap", "sweep", "--arms", "7.5", "--out", tmp_path / "o"]
+        proc = subprocess.run(command, cwd=suite, stdout=subprocess.PIPE, stderr=full, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.rstrip().splitlines()[-1] == "RESULT: COMPLETE: 1 arm(s), 0 arm-specific failure(s)"
