@@ -75,7 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _err(message: str) -> None:
     from .render import clean
 
-    print(f"trtcap: error: {clean(message)}", file=sys.stderr)
+    try:
+        print(f"trtcap: error: {clean(message)}", file=sys.stderr)
+    except OSError:  # stderr cannot take it either: the exit status is all that is left to say it
+        pass
 
 
 def _escape_unencodable() -> None:

@@ -23,12 +23,15 @@ class Progress:
     def _emit(self, text: str, final: bool) -> None:
         if not self.enabled:
             return
-        if self.tty:
-            self.stream.write("\r\x1b[2K" + text + ("\n" if final else ""))
-            self._live = not final
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
+        try:
+            if self.tty:
+                self.stream.write("\r\x1b[2K" + text + ("\n" if final else ""))
+                self._live = not final
+            else:
+                self.stream.write(text + "\n")
+            self.stream.flush()
+        except OSError:  # stderr that cannot take a line (a full disk, a closed pipe) must not stop the sweep
+            self.enabled = False
 
     def start(self, prefix: str) -> None:
         self._last = time.monotonic()
