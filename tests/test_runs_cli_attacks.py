@@ -123,3 +123,44 @@ def test_progress_lines_that_cannot_be_written_do_not_stop_the_sweep(tmp_path):
         proc = subprocess.run(command, cwd=suite, stdout=subprocess.PIPE, stderr=full, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout
     assert proc.stdout.rstrip().splitlines()[-1] == "RESULT: COMPLETE: 1 arm(s), 0 arm-specific failure(s)"
+
+
+def _running(pid):
+    """Whether ``pid`` is a live process (a zombie waiting to be reaped is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads process states from /proc")
+def test_terminating_a_sweep_stops_its_pytest(tmp_path):
+    """``timeout``, a CI job cancelled: SIGTERM to trtcap must not leave the arm's pytest running on its own."""
+    import signal
+    import time
+
+    pid_file = tmp_path / "pytest.pid"
+    suite = make_suite(tmp_path / "suite", {"test_slow.py": (
+        "import os, time\n"
+        "def test_slow():\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "    time.sleep(60)\n"
+    )})
+    command = [sys.executable, "-m", "pytest_trtcap", "sweep", "--arms", "7.5", "--out", tmp_path / "o"]
+    sweep = subprocess.Popen(command, cwd=suite, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline and sweep.poll() is None, sweep.communicate()
+            time.sleep(0.1)
+        pytest_pid = int(pid_file.read_text())
+        sweep.send_signal(signal.SIGTERM)
+        out, err = sweep.communicate(timeout=30)
+        assert sweep.returncode != 0 and "Traceback" not in err, err
+        time.sleep(0.5)
+        assert not _running(pytest_pid), "the arm's pytest kept running after trtcap was terminated"
+    finally:
+        sweep.kill()
+        if pid_file.exists() and pid_file.read_text() and _running(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
