@@ -11,8 +11,9 @@ regressions or new collection errors; sweep: arm-specific failures or collection
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 EXIT_OK, EXIT_FAILURES, EXIT_INCOMPLETE = 0, 1, 2
 SWEEP_USAGE = "trtcap sweep [--arms LIST] [--out DIR] [--format {table,json,markdown}] [-- PYTEST ARGS...]"
@@ -194,6 +195,28 @@ def _out_problem(out: str, exc: OSError) -> str:
     return f"--out {out!r}: {inside}{exc.strerror or exc}"
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP (``timeout``, a cancelled CI job, a closed terminal) stop a sweep as Ctrl-C does,
+    killing the arm's pytest: their default action would end trtcap alone and leave pytest running."""
+    import signal
+
+    def interrupt(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = {}
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        try:
+            previous[sig] = signal.signal(sig, interrupt)
+        except (TypeError, ValueError):  # no such signal here, or not the main thread
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def _sweep(ns: argparse.Namespace, pytest_args: List[str]) -> int:
     from . import sweep
 
@@ -203,7 +226,8 @@ def _sweep(ns: argparse.Namespace, pytest_args: List[str]) -> int:
     except sweep.UsageError as exc:
         return _sweep_usage_error(str(exc))
     try:
-        result = sweep.run_sweep(arms, ns.out, pytest_args, progress=sweep.Progress(enabled=not ns.quiet))
+        with _terminate_as_interrupt():
+            result = sweep.run_sweep(arms, ns.out, pytest_args, progress=sweep.Progress(enabled=not ns.quiet))
     except OSError as exc:
         _err(_out_problem(ns.out, exc))
         return EXIT_INCOMPLETE
