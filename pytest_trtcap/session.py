@@ -300,8 +300,10 @@ class SessionPlugin:
             lines = summary_lines(self, loaded_registry())
             if lines:
                 terminalreporter.write_sep("-", "trtcap")
+                from .hook_results import _printable  # what a test recorded under our keys, too
+
                 for line in lines:
-                    terminalreporter.write_line(line)
+                    terminalreporter.write_line(_printable(line))
 
     def _may_have_news(self) -> bool:
         """Whether the summary could have a line: most runs of an environment skip, convert and leak nothing and
