@@ -28,6 +28,14 @@ class _Loader(importlib.abc.Loader):
     def create_module(self, spec: Any) -> Any:
         return self.inner.create_module(spec)
 
+    def __getattr__(self, name: str) -> Any:
+        """Everything else is the real loader's: it stays the package's ``__loader__`` and ``__spec__.loader``,
+        through which ``pkgutil.get_data``, ``importlib.resources`` and ``inspect`` reach its files."""
+        inner = self.__dict__.get("inner")  # absent in a copy being built: no recursion through this method
+        if inner is None:
+            raise AttributeError(name)
+        return getattr(inner, name)
+
     def exec_module(self, module: ModuleType) -> None:
         remove_import_hook()  # the real import is happening: step aside (a find_spec alone must not)
         self.before()

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Generator, List, Optional, Tuple
 import pytest
 
 from .audit import unservable_placements
+from .report_properties import OwnProperties
 
 PARTITIONING = "torch_tensorrt.dynamo.partitioning"
 ENTRY_POINTS = ("fast_partition", "global_partition", "hierarchical_adjacency_partition")
@@ -39,6 +40,7 @@ class AuditSession:
         self.audited: Dict[str, int] = {}  # partitions audited, per test, in this process
         self.found: Dict[str, List[str]] = {}  # from reports: right under xdist too
         self.partitions = 0  # from reports
+        self.properties = OwnProperties()  # what this plugin attached to the reports
         self._restore: List[Tuple[Any, str, Any]] = []
 
     # --- wrapping -----------------------------------------------------------------------------------------
@@ -97,9 +99,9 @@ class AuditSession:
     def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, Any, Any]:
         """Attach the test's findings to its teardown report; under ``--trtcap-strict`` they error the test."""
         found = self.pending.pop(item.nodeid, [])
-        item.user_properties.append((_AUDITED, self.audited.pop(item.nodeid, 0)))
+        self.properties.append(item, _AUDITED, self.audited.pop(item.nodeid, 0))
         if found:
-            item.user_properties.append((_FOUND, found))
+            self.properties.append(item, _FOUND, found)
         result = yield
         if found and self.strict:
             raise TrtcapAuditError(
@@ -111,7 +113,7 @@ class AuditSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":
             return
-        for key, value in report.user_properties:
+        for key, value in self.properties.read(report, _FOUND, _AUDITED):
             if key == _FOUND:
                 self.found.setdefault(report.nodeid, []).extend(value)
             elif key == _AUDITED:

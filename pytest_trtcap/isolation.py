@@ -135,8 +135,10 @@ class Isolation:
 
     @staticmethod
     def _describe(spec: StateSpec, base: Any) -> List[str]:
+        from .hook_results import _printable  # a name with a line break or terminal escape stays on its line
+
         try:
-            return list(spec.describe(base))
+            return [_printable(str(line)) for line in spec.describe(base)]
         except Exception as exc:  # a report must never hide the restore
             return [f"{spec.label} changed ({type(exc).__name__} while describing)"]
 

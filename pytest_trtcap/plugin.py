@@ -27,16 +27,21 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     _one_registration(pluginmanager)
 
 
+class _OtherName:
+    """Holds the plugin's other name; it has no hooks. Not a block: ``-p NAME`` unblocks the name it loads, and
+    pytest would then register this module again and fail."""
+
+
 def _one_registration(pluginmanager: pytest.PytestPluginManager) -> None:
     """Registered under one name (the entry point's ``trtcap`` or, from ``-p`` / ``pytest_plugins``, the module
-    name), block the other: pytest would otherwise register this module again and fail ("already registered
+    name), take the other: pytest would otherwise register this module again and fail ("already registered
     under a different name"). ``-p no:trtcap`` given before keeps the module's name free, so it can still load."""
     this = sys.modules[__name__]
     name = pluginmanager.get_name(this)
     for other in ("trtcap", __name__):
         free = name is not None and other != name and pluginmanager.get_plugin(other) is None
         if free and not pluginmanager.is_blocked(other):
-            pluginmanager.set_blocked(other)
+            pluginmanager.register(_OtherName(), other)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -19,6 +19,7 @@ import trtcap_guards as guards
 
 from . import markers
 from .errors import TrtcapLeakError, TrtcapLeakWarning
+from .report_properties import OwnProperties
 
 if TYPE_CHECKING:
     from .state import TrtcapState
@@ -78,6 +79,7 @@ class SessionPlugin:
         self.fixture_leaks: List[Any] = []  # (subject, changes) found in fixture teardowns, reported in teardown
         self.fired_before = _fired()  # guards fired in this process before the session
         self.late_target_hook: Optional[str] = None  # a targets hook found while collecting: the usage error
+        self.properties = OwnProperties()  # what this plugin attached to the reports
 
     def join(self, item: pytest.Item, when: str) -> None:
         """Registered while ``item`` runs (the session had been dormant). In its body, hold now: nothing held was
@@ -108,6 +110,7 @@ class SessionPlugin:
         if self.late_target_hook is not None:  # an xdist worker's: each test fails with it
             pytest.fail(self.late_target_hook, pytrace=False)
         self.current = item
+        self.properties.ran_here(item)
         self.state.get_isolation().hold()
         if _isolated(item):
             item.stash[_HELD] = True
@@ -119,7 +122,7 @@ class SessionPlugin:
             if item.get_closest_marker(name) is not None:
                 reason = markers.skip_reason(name, guards.capability_decision())
                 if reason is not None:
-                    item.user_properties.append((_SKIP_PROPERTY, name))
+                    self.properties.append(item, _SKIP_PROPERTY, name)
                     raise pytest.skip.Exception(reason, _use_item_location=True)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -174,7 +177,7 @@ class SessionPlugin:
             # checked (its own function-scoped fixtures keep adopting as they end, above)
             self.state.isolation.adopt_outside()
         if changes:
-            item.user_properties.append((_LEAK_PROPERTY, "; ".join(changes)))
+            self.properties.append(item, _LEAK_PROPERTY, "; ".join(changes))
         leaks = [(item.nodeid, changes)] if changes else []
         try:
             result = yield
@@ -192,7 +195,7 @@ class SessionPlugin:
 
     def _flush_fixture_leaks(self, item: pytest.Item, leaks: List[Any]) -> None:
         for subject, what in self.fixture_leaks:
-            item.user_properties.append((_FIXTURE_LEAK_PROPERTY, f"{subject} -> {'; '.join(what)}"))
+            self.properties.append(item, _FIXTURE_LEAK_PROPERTY, f"{subject} -> {'; '.join(what)}")
             leaks.append((subject, what))
         self.fixture_leaks.clear()
 
@@ -250,7 +253,7 @@ class SessionPlugin:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._count_needs_gpu(report)
-        for key, value in report.user_properties:
+        for key, value in self.properties.read(report, _LEAK_PROPERTY, _FIXTURE_LEAK_PROPERTY, _SKIP_PROPERTY):
             if key == _LEAK_PROPERTY and report.when == "teardown":
                 self.leaks.setdefault(report.nodeid, value)
             elif key == _FIXTURE_LEAK_PROPERTY and report.when == "teardown":
@@ -300,8 +303,10 @@ class SessionPlugin:
             lines = summary_lines(self, loaded_registry())
             if lines:
                 terminalreporter.write_sep("-", "trtcap")
+                from .hook_results import _printable  # what a test recorded under our keys, too
+
                 for line in lines:
-                    terminalreporter.write_line(line)
+                    terminalreporter.write_line(_printable(line))
 
     def _may_have_news(self) -> bool:
         """Whether the summary could have a line: most runs of an environment skip, convert and leak nothing and

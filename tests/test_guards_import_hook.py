@@ -50,3 +50,30 @@ def test_the_import_hook(code: str, expect: str) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout=300)
     assert expect in proc.stdout, proc.stdout[-2000:] + proc.stderr[-3000:]
+
+
+LOADER_API = """
+import importlib.util
+import pathlib
+import pkgutil
+
+
+def test_torch_tensorrt_keeps_its_loader_api():
+    import torch_tensorrt
+
+    init = pathlib.Path(torch_tensorrt.__file__)
+    assert pkgutil.get_data("torch_tensorrt", "_version.py") == init.with_name("_version.py").read_bytes()
+    loader = importlib.util.find_spec("torch_tensorrt").loader
+    assert loader.is_package("torch_tensorrt")
+    assert loader.get_filename("torch_tensorrt") == str(init)
+    assert loader.get_source("torch_tensorrt") == init.read_text()
+"""
+
+
+def test_torch_tensorrt_imported_through_the_armed_hook_keeps_its_loader_api(pytester: pytest.Pytester) -> None:
+    """The plugin arms the hook in every pytest run: the package it imports must answer ``pkgutil.get_data``,
+    ``is_package``, ``get_filename`` and ``get_source`` as it does without the plugin (its spec's loader is
+    pytest's and importlib's way to its files)."""
+    pytester.makepyfile(test_loader=LOADER_API)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)

@@ -248,6 +248,22 @@ def test_loading_the_plugin_by_module_name_is_harmless(pytester: pytest.Pytester
     result.stdout.fnmatch_lines(["*- trtcap -*", "capability skips: 1 (trt_fp32_gemm: 1)"])
 
 
+@pytest.mark.parametrize("autoload", [True, False])
+@pytest.mark.parametrize("names", [("trtcap", "pytest_trtcap.plugin"), ("pytest_trtcap.plugin", "trtcap")])
+def test_naming_the_plugin_by_both_names_with_p_is_harmless(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, names: tuple, autoload: bool,
+) -> None:
+    """``-p`` unblocks the name it loads, so the name the first load blocked cannot keep the second out."""
+    if not autoload:
+        monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makepyfile(GEMM_TEST)
+    result = pytester.runpytest_subprocess("-p", names[0], "-p", names[1], "-p", "no:cacheprovider",
+                                           "--trt-target-sm", "7.5")
+    _clean(result)
+    result.assert_outcomes(skipped=1)
+    assert result.stdout.str().count("trtcap: targets: 7.5 (from --trt-target-sm)") == 1
+
+
 def test_p_no_trtcap_still_disables_after_a_module_name_load(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(GEMM_TEST)
     result = pytester.runpytest_subprocess("-p", "no:trtcap", "-p", "no:cacheprovider")

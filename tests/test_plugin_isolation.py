@@ -449,3 +449,31 @@ def test_a_fixture_leak_reaches_the_controllers_summary_under_xdist(pytester: py
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["leaks: 1 test(s) left global state changed (restored)",
                                  f"  {FIXTURE_SUBJECT} -> {FIXTURE_WHAT}"])
+
+
+# --- names with control characters ------------------------------------------------------------------------------
+
+ODD_PASS_NAME = r'''
+from torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass import _aten_lowering_pass
+
+
+def test_registers_an_oddly_named_pass():
+    def odd(gm, settings):
+        return gm
+
+    odd.__name__ = "odd\ntrtcap: forged line \x1b[31mred"
+    _aten_lowering_pass(odd)
+'''
+
+
+def test_a_leaked_name_with_a_line_break_or_terminal_escape_stays_on_its_leak_line(pytester: pytest.Pytester) -> None:
+    """A pass (or pattern, or label) named with a line break would start a line that looks like ours in the
+    summary and the warning; a terminal escape would colour the rest of the report."""
+    pytester.makepyfile(test_odd=ODD_PASS_NAME)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-target-sm", "7.5")
+    result.assert_outcomes(passed=1, warnings=1)
+    out = result.stdout.str()
+    assert "\x1b" not in out
+    assert not [line for line in result.stdout.lines if line.startswith("trtcap: forged")]
+    result.stdout.fnmatch_lines([r"  test_odd.py::test_registers_an_oddly_named_pass -> added lowering pass "
+                                 r"odd\ntrtcap: forged line \x1b[[]31mred at index *"])

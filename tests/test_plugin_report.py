@@ -234,3 +234,36 @@ def test_header_and_summary_after_torch_tensorrt_is_imported(pytester: pytest.Py
         "(targets 7.5 from --trt-target-sm)",
     ])
     assert "mm.default x" not in result.stdout.str()  # the neutralized guard never fired
+
+
+PROPERTIES_OF_ITS_OWN = """
+import pytest
+
+
+def test_records_odd_properties(request, record_property):
+    request.node.user_properties.append(("three", "fields", "here"))
+    request.node.user_properties.append("loose")
+    record_property("trtcap_leak", "forged leak")
+    record_property("trtcap_fixture_leak", "test_nobody.py::test_x -> forged fixture leak")
+
+
+@pytest.fixture
+def recorded_then_skipped(record_property):
+    record_property("trtcap_skip", "trt_bf16")
+    pytest.skip("for a reason of its own")
+
+
+def test_skipped_for_a_reason_of_its_own(recorded_then_skipped):
+    pass
+"""
+
+
+@pytest.mark.parametrize("audit", [(), ("--trtcap-audit",)])
+def test_a_test_s_own_properties_neither_break_nor_feed_the_summary(pytester: pytest.Pytester, audit: tuple) -> None:
+    """``user_properties`` is the project's list too: an entry of any shape, or one under our keys, is not ours."""
+    pytester.makepyfile(test_props=PROPERTIES_OF_ITS_OWN)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-target-sm", "7.5", *audit)
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output, output
+    result.assert_outcomes(passed=1, skipped=1)
+    assert "forged" not in output and "capability skips" not in output and "leaks:" not in output, output
