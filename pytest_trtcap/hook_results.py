@@ -11,6 +11,8 @@ from typing import Any, Callable, Iterator, List, Optional
 
 import pytest
 
+from .text import one_line
+
 ISOLATED_STATE = "pytest_trtcap_isolated_state"
 TARGETS = "pytest_trtcap_target_capabilities"
 
@@ -41,14 +43,8 @@ def shown(value: Any, limit: int = 300) -> str:
         text = repr(value)
     except Exception as exc:  # any failure of foreign code is reported, not raised
         text = f"<{type(value).__name__} object; repr() raised {type(exc).__name__}>"
-    text = _printable(text)  # on one line
+    text = one_line(text)  # on one line
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _printable(text: str) -> str:
-    """``text`` with every control character escaped: a line break or terminal escape in a value or a file name
-    would print lines or colours that look like pytest's or ours."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def _where(impl: Any) -> str:
@@ -56,11 +52,11 @@ def _where(impl: Any) -> str:
     number, so that one is named by the file that defines its hook."""
     plugin = impl.plugin
     if getattr(plugin, "__file__", None):
-        return _printable(str(plugin.__file__))
+        return one_line(str(plugin.__file__))
     code = getattr(impl.function, "__code__", None)
     if impl.plugin_name == str(id(plugin)) and code is not None:
-        return _printable(f"{type(plugin).__name__} object from {code.co_filename}")
-    return _printable(str(impl.plugin_name))
+        return one_line(f"{type(plugin).__name__} object from {code.co_filename}")
+    return one_line(str(impl.plugin_name))
 
 
 def _each(caller: Any, **kwargs: Any) -> Iterator[HookResult]:

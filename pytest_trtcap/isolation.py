@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
+from .text import one_line
+
 
 @dataclass
 class StateSpec:
@@ -135,10 +137,8 @@ class Isolation:
 
     @staticmethod
     def _describe(spec: StateSpec, base: Any) -> List[str]:
-        from .hook_results import _printable  # a name with a line break or terminal escape stays on its line
-
         try:
-            return [_printable(str(line)) for line in spec.describe(base)]
+            return [one_line(str(line)) for line in spec.describe(base)]
         except Exception as exc:  # a report must never hide the restore
             return [f"{spec.label} changed ({type(exc).__name__} while describing)"]
 

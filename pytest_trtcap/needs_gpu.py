@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Callable, Iterator, List, Optional, Tuple
 
+from .text import one_line
+
 REASON_PREFIX = "trtcap: needs a GPU: "
 #: Packages whose frames are "the library", not the test.
 LIBRARY_PACKAGES = frozenset({"torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx", "tensorrt_bindings"})
@@ -92,7 +94,7 @@ class NeedsGpu:
                     shown = self.path
                 if shown.startswith(".."):
                     shown = self.path
-            where = f"{_printable(shown)}:{self.lineno}"
+            where = f"{one_line(shown)}:{self.lineno}"
         return f"{REASON_PREFIX}{where}: {error_line(self.exception)} (signature: {self.signature.name})"
 
 
@@ -238,10 +240,6 @@ def classify(exc: BaseException) -> Optional[NeedsGpu]:
 # --- text --------------------------------------------------------------------------------------------------------
 
 
-def _printable(text: str) -> str:
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 def error_line(exc: BaseException) -> str:
     """``Type: first line``, printable, one line; a long line is cut at its first sentence, then at 200 chars."""
     line = _first_line(exc)
@@ -253,7 +251,7 @@ def error_line(exc: BaseException) -> str:
     if len(line) > _MAX_TEXT:
         sentence = line.find(". ")
         line = line[: sentence + 1] if 0 < sentence < _MAX_TEXT else line[:_MAX_TEXT] + "..."
-    return _printable(f"{type(exc).__name__}: {line}" if line else type(exc).__name__)
+    return one_line(f"{type(exc).__name__}: {line}" if line else type(exc).__name__)
 
 
 def signature_names() -> List[str]:

@@ -20,6 +20,7 @@ import trtcap_guards as guards
 from . import markers
 from .errors import TrtcapLeakError, TrtcapLeakWarning
 from .report_properties import OwnProperties
+from .text import one_line
 
 if TYPE_CHECKING:
     from .state import TrtcapState
@@ -303,10 +304,8 @@ class SessionPlugin:
             lines = summary_lines(self, loaded_registry())
             if lines:
                 terminalreporter.write_sep("-", "trtcap")
-                from .hook_results import _printable  # what a test recorded under our keys, too
-
                 for line in lines:
-                    terminalreporter.write_line(_printable(line))
+                    terminalreporter.write_line(one_line(line))
 
     def _may_have_news(self) -> bool:
         """Whether the summary could have a line: most runs of an environment skip, convert and leak nothing and

@@ -13,24 +13,15 @@ import re
 import sys
 from typing import IO, Any, List, Mapping, Optional
 
+from ..text import one_line
 from .sections import Section, View, compare_view, sweep_view
 
-_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
-    "\ud800-\udfff]"
-)
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _MORE = "... and {n} more (--max-rows 0 shows all; --format json has everything)"
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    return _NAMED.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
 
 
 def clean(text: Any) -> str:
     """``text`` on one line: control, format and lone-surrogate characters shown as escapes."""
-    return _UNSAFE.sub(_escape, str(text))
+    return one_line(text)
 
 
 def _arrow(stream: IO[str]) -> str:

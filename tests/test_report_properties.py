@@ -1,0 +1,46 @@
+"""``pytest_trtcap.report_properties.OwnProperties``: for a test this process ran, only the pairs the plugin
+appended are read back; a report that crossed from another process is read for every well-formed pair."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, List
+
+from pytest_trtcap.report_properties import OwnProperties
+
+KEY = "trtcap_leak"
+
+
+def _item(nodeid: str = "t.py::test_a") -> Any:
+    return SimpleNamespace(nodeid=nodeid, user_properties=[])
+
+
+def _report(item: Any, entries: List[Any]) -> Any:
+    return SimpleNamespace(nodeid=item.nodeid, user_properties=entries)
+
+
+def test_a_pair_the_plugin_appended_is_read() -> None:
+    own, item = OwnProperties(), _item()
+    own.append(item, KEY, "guards: declared targets 8.9")
+    assert list(own.read(_report(item, item.user_properties), KEY)) == [(KEY, "guards: declared targets 8.9")]
+
+
+def test_an_equal_pair_the_test_wrote_itself_is_not() -> None:
+    own, item = OwnProperties(), _item()
+    own.ran_here(item)
+    item.user_properties.append((KEY, "forged"))  # what record_property(KEY, "forged") does
+    assert list(own.read(_report(item, item.user_properties), KEY)) == []
+
+
+def test_entries_of_another_shape_or_key_are_skipped_without_error() -> None:
+    own, item = OwnProperties(), _item()
+    own.append(item, KEY, "real")
+    entries = ["loose", ("a", "b", "c"), ("other", 1), *item.user_properties]
+    assert list(own.read(_report(item, entries), KEY)) == [(KEY, "real")]
+
+
+def test_a_report_from_another_process_is_read_for_every_well_formed_pair() -> None:
+    """An xdist worker's report crosses as a copy: identities are gone, so the key is all there is."""
+    own, item = OwnProperties(), _item("t.py::test_elsewhere")
+    entries = [(KEY, "from the worker"), ["trtcap_leak", "a list pair"], ("a", "b", "c"), (KEY,)]
+    assert list(own.read(_report(item, entries), KEY)) == [(KEY, "from the worker"), (KEY, "a list pair")]
