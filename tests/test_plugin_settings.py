@@ -493,3 +493,18 @@ def test_with_the_setting_off_the_header_still_says_when_the_project_installed_t
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-guards", "off")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["trtcap: targets: *; guards: off (from --trtcap-guards); installed by the project"])
+
+
+@pytest.mark.skipif(int(pytest.__version__.split(".")[0]) < 9, reason="[tool.pytest] is read from pytest 9 on")
+def test_in_pytest_9s_native_table_an_ini_value_is_given_as_text(pytester: pytest.Pytester) -> None:
+    """What the README says of ``[tool.pytest]``: a quoted value is read (and shown with its source); a bare
+    number is refused by pytest itself, naming the key."""
+    pytester.makepyfile("def test_one():\n    pass\n")
+    pytester.makefile(".toml", pyproject='[tool.pytest]\ntrt_target_sm = "8.9"\n')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from ini trt_target_sm);*"])
+    pytester.makefile(".toml", pyproject="[tool.pytest]\ntrt_target_sm = 8.9\n")
+    refused = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert refused.ret == USAGE_ERROR
+    assert "trt_target_sm" in refused.stderr.str()
