@@ -89,3 +89,22 @@ def test_a_long_node_id_is_cut_in_the_message():
     with pytest.raises(RecordError) as info:
         validate_record("rec.json", record_data({nodeid: {"outcome": "gone"}}))
     assert len(str(info.value)) < 400 and "invalid outcome 'gone'" in str(info.value)
+
+
+@pytest.mark.parametrize("field", ["collected", "deselected"])
+def test_a_negative_count_is_refused_naming_the_field(tmp_path, field):
+    """pytest never counts below zero: a record that does was edited or broken, and reconciling against it would
+    prove nothing."""
+    data = record_data({"t.py::a": {"outcome": "passed"}})
+    data[field] = -3
+    assert_rejected(write_input(tmp_path, "negative.json", json.dumps(data)), f"record's '{field}' must not be "
+                                                                                 "negative (got -3)")
+
+
+def test_the_schema_says_counts_are_not_negative():
+    from importlib import resources
+
+    schema = json.loads(
+        resources.files("pytest_trtcap.runs").joinpath("record.schema.json").read_text(encoding="utf-8")
+    )
+    assert [schema["properties"][name].get("minimum") for name in ("collected", "deselected")] == [0, 0]

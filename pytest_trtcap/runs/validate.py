@@ -22,6 +22,8 @@ TOP_FIELDS: Dict[str, Tuple[type, ...]] = {
     "arm": _STR, "label": _STR, "created": _STR, "collected": _INT, "deselected": _INT, "finished": _BOOL,
     "duration": _NUM, "pytest": (dict,), "files": (dict,), "source": _STR,
 }
+#: Top-level counts pytest made: never below zero.
+COUNTS = ("collected", "deselected")
 ENTRY_FIELDS: Dict[str, Tuple[type, ...]] = {
     "signature": _STR, "reason": _STR, "when": _STR, "duration": _NUM,
 }
@@ -60,6 +62,9 @@ def _check_header(path: Any, data: Dict[str, Any]) -> None:
         )
     for name, types in TOP_FIELDS.items():
         _check(path, f"record's {name!r}", data.get(name), types)
+    for name in COUNTS:
+        if data.get(name) is not None and data[name] < 0:
+            raise RecordError(path, f"record's {name!r} must not be negative (got {data[name]})")
     _check_strings(path, "record's 'running'", data.get("running"))
     _check_strings(path, "record's 'stderr_tail'", data.get("stderr_tail"))
 
