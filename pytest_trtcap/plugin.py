@@ -61,8 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
         resolved = settings.resolve(config)  # a usage error for a bad value, before anything is changed
     else:
         resolved = Settings()
-    state = TrtcapState(config, resolved, given)
-    state.target_hook_plugins = tuple(impl.plugin for impl in target_hooks)
+    state = TrtcapState(config, resolved, given, tuple(impl.plugin for impl in target_hooks))
     config.stash[STATE] = state
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, "trtcap-fixtures")

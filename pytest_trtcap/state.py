@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 STATE = pytest.StashKey["TrtcapState"]()
 
+
 def _guards_changed() -> bool:
     """Whether the guards' state differs from the state they start in (a conftest declared targets, say).
     Loaded is not enough: the report header and the fixtures read the guards without changing them; and until
@@ -55,7 +56,7 @@ class RunningTest:
 class TrtcapState:
     """Everything the plugin holds for one session."""
 
-    def __init__(self, config: pytest.Config, resolved: Settings, given: bool) -> None:
+    def __init__(self, config: pytest.Config, resolved: Settings, given: bool, target_hook_plugins: tuple = ()) -> None:
         self.config = config
         self.settings = resolved
         self.given = given  # a setting came from the command line, the environment or an ini file
@@ -68,7 +69,7 @@ class TrtcapState:
         self.worker_status: List[Dict[str, Any]] = []
         self.user_state: Optional[list] = None  # the project's pytest_trtcap_isolated_state entries, checked
         self.audit: Any = None  # audit_session.AuditSession under --trtcap-audit
-        self.target_hook_plugins: tuple = ()  # what implemented the targets hook when the settings were resolved
+        self.target_hook_plugins = target_hook_plugins  # what implemented the targets hook when settings resolved
 
     # --- dormant or active ----------------------------------------------------------------------------------
 
