@@ -67,6 +67,13 @@ NOTES = [
     "per test (for information). And a plain `python -m pytest -p no:cacheprovider test_one.py` (the test runs; "
     "pytest shows its report header, with the plugin's one line), 40 runs each: what a default run pays for the "
     "header (for information).",
+    "- **plugin load in CPU instructions** (`bench/bench_load_instructions.py`, where valgrind is installed): the "
+    "same two commands, each process run under `valgrind --tool=cachegrind --cache-sim=no` with "
+    "`PYTHONHASHSEED=0`, two runs per side; the count of instructions executed does not move with the machine's "
+    "load, so the ratio is the plugin's share of the run's CPU work, free of noise (disk and scheduler waits "
+    "are outside it). With bytecode caches and from the source-only copy, and pytest-xdist's plugin counted the "
+    "same way as a yardstick (with it against `-p no:xdist -p no:xdist.looponfail`, ours off on both sides). "
+    "For information: the checked figure is the wall-time one.",
     "- **import cost**: `python -X importtime -c \"import pytest, importlib.metadata; import MODULE\"` in fresh "
     "processes, `pytest_trtcap.plugin` and `_hypothesis_pytestplugin` alternated round by round; the module's "
     "cumulative column (pytest's own import is outside it). Target <= 8 ms with bytecode caches; without them "
@@ -101,6 +108,7 @@ NOTES = [
 
 def _benchmarks() -> List[Tuple[str, Callable[[bool], List[Result]]]]:
     import bench_isolation
+    import bench_load_instructions
     import bench_needs_gpu
     import bench_partition
     import bench_plugin_load
@@ -108,6 +116,7 @@ def _benchmarks() -> List[Tuple[str, Callable[[bool], List[Result]]]]:
 
     return [
         ("plugin load", lambda quick: bench_plugin_load.run(quick)),
+        ("plugin load in instructions", lambda quick: bench_load_instructions.run(quick)),
         ("isolation", lambda quick: bench_isolation.run(quick)),
         ("partitioning", lambda quick: bench_partition.run(quick)),
         ("assert_trt_close", lambda quick: bench_trt_close.run(quick)),

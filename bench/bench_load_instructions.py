@@ -1,0 +1,123 @@
+"""Benchmark: the plugin-load cost counted in CPU instructions, which this machine's noise cannot move.
+
+The wall-time figures of ``bench_plugin_load`` swing by several percent between identical runs on a shared
+machine, more than the 2% they are checked against. Valgrind counts the instructions a process executes; with a
+fixed hash seed two runs of the same command agree to a few in a million, so the count settles what share of a
+``pytest --collect-only -q`` run the plugin adds (CPU work only: no disk or scheduler waits). Measured as there,
+with bytecode caches and with a source-only copy under ``PYTHONDONTWRITEBYTECODE=1``; and, as a yardstick,
+pytest-xdist's plugin counted the same way (with against ``-p no:xdist -p no:xdist.looponfail``, ours off on
+both sides). For information: the issue's figure is the wall-time one. Needs ``valgrind`` on the path;
+without it these rows are left out, saying so.
+
+    python bench/bench_load_instructions.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import REPO, Result, banner, clean_env, median, per_round, spread
+
+VALGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+_REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
+
+
+def available() -> bool:
+    return shutil.which("valgrind") is not None
+
+
+def instructions(cmd: List[str], cwd: str, env: Dict[str, str]) -> int:
+    """Instructions executed by ``cmd`` (a fresh process, counted by valgrind); raises if it fails."""
+    proc = subprocess.run(VALGRIND + cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    found = _REFS.search(proc.stderr)
+    if proc.returncode != 0 or found is None:
+        raise RuntimeError(f"{' '.join(cmd)} under valgrind exited {proc.returncode}:\n{proc.stdout[-2000:]}"
+                           f"\n{proc.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def _pair(name: str, what: str, commands: Dict[str, List[str]], rounds: int, cwd: str, env: Dict[str, str],
+          warm: bool) -> Result:
+    if warm:  # writes the bytecode caches the counted runs read
+        for cmd in commands.values():
+            subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    counts: Dict[str, List[int]] = {side: [] for side in commands}
+    for i in range(rounds):
+        for side in (list(commands) if i % 2 == 0 else list(reversed(list(commands)))):
+            counts[side].append(instructions(commands[side], cwd, env))
+    with_, without = counts["with"], counts["without"]
+    print(f"{what}: {median(with_) / 1e6:.1f} M instructions (range {spread([c / 1e6 for c in with_])} M) "
+          f"vs {median(without) / 1e6:.1f} M (range {spread([c / 1e6 for c in without])} M)")
+    result = Result(name, what, median(with_) / 1e6, median(without) / 1e6, "M instructions", None, rounds=rounds,
+                    detail={"runs": f"{rounds} each under valgrind (cachegrind, no cache simulation), "
+                                    "PYTHONHASHSEED=0",
+                            "added": f"{(median(with_) - median(without)) / 1e6:.1f} M instructions",
+                            "spread of the per-round ratios": spread(per_round(with_, without))})
+    print(result.line(), flush=True)
+    return result
+
+
+def run(quick: bool = False) -> List[Result]:
+    if not available():
+        print("\n== plugin load in CPU instructions: valgrind is not installed, left out ==", flush=True)
+        return []
+    rounds = 1 if quick else 2
+    banner(f"plugin load in CPU instructions (valgrind): pytest --collect-only -q of a one-test file, {rounds} "
+           "run(s) each")
+    cached = clean_env(PYTHONHASHSEED="0")
+    cached.pop("PYTHONDONTWRITEBYTECODE", None)
+    with tempfile.TemporaryDirectory(prefix="trtcap-bench-instructions-") as workdir:
+        source = os.path.join(workdir, "source")
+        for package, folder in (("trtcap_guards", "guards"), ("pytest_trtcap", "pytest_trtcap")):
+            shutil.copytree(os.path.join(REPO, folder), os.path.join(source, package),
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        uncached = clean_env(PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+        uncached["PYTHONPATH"] = os.pathsep.join((source, uncached["PYTHONPATH"]))
+        with open(os.path.join(workdir, "test_one.py"), "w", encoding="utf-8") as f:
+            f.write("def test_one():\n    pass\n")
+        with open(os.path.join(workdir, "pytest.ini"), "w", encoding="utf-8") as f:
+            f.write("[pytest]\n")
+        base = [sys.executable, "-m", "pytest", "--collect-only", "-q", "test_one.py"]
+        ours = {"with": base, "without": base[:3] + ["-p", "no:trtcap"] + base[3:]}
+        results = [
+            _pair("plugin_load_instructions", "plugin load, CPU instructions, bytecode caches on", ours, rounds,
+                  workdir, cached, warm=True),
+            _pair("plugin_load_instructions_no_pyc", "plugin load, CPU instructions, PYTHONDONTWRITEBYTECODE=1, "
+                  "source-only copy", ours, rounds, workdir, uncached, warm=False),
+        ]
+        xdist = _xdist_commands(base)
+        if xdist is not None:
+            results.append(_pair("xdist_load_instructions", "yardstick: pytest-xdist's plugin, CPU instructions, "
+                                 "its installed bytecode (ours off on both sides)", xdist, rounds, workdir, cached,
+                                 warm=True))
+    return results
+
+
+def _xdist_commands(base: List[str]) -> Optional[Dict[str, List[str]]]:
+    try:
+        import xdist  # noqa: F401 - only whether it is installed
+    except ImportError:
+        print("pytest-xdist is not installed: no yardstick row")
+        return None
+    off = base[:3] + ["-p", "no:trtcap"] + base[3:]
+    return {"with": off, "without": off[:3] + ["-p", "no:xdist", "-p", "no:xdist.looponfail"] + off[3:]}
+
+
+def main(argv: List[str] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="one run per side")
+    run(parser.parse_args(argv).quick)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
