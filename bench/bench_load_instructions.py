@@ -5,8 +5,8 @@ machine, more than the 2% they are checked against. Valgrind counts the instruct
 fixed hash seed two runs of the same command agree to a few in a million, so the count settles what share of a
 ``pytest --collect-only -q`` run the plugin adds (CPU work only: no disk or scheduler waits). Measured as there,
 with bytecode caches and with a source-only copy under ``PYTHONDONTWRITEBYTECODE=1``; and, as a yardstick,
-pytest-xdist's plugin counted the same way (with against ``-p no:xdist -p no:xdist.looponfail``, ours off on
-both sides). For information: the issue's figure is the wall-time one. Needs ``valgrind`` on the path;
+pytest-xdist's plugin counted the same way, both ways (with against ``-p no:xdist -p no:xdist.looponfail``,
+ours off on both sides). For information: the issue's figure is the wall-time one. Needs ``valgrind`` on the path;
 without it these rows are left out, saying so.
 
     python bench/bench_load_instructions.py [--quick]
@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -94,22 +94,31 @@ def run(quick: bool = False) -> List[Result]:
             _pair("plugin_load_instructions_no_pyc", "plugin load, CPU instructions, PYTHONDONTWRITEBYTECODE=1, "
                   "source-only copy", ours, rounds, workdir, uncached, warm=False),
         ]
-        xdist = _xdist_commands(base)
-        if xdist is not None:
-            results.append(_pair("xdist_load_instructions", "yardstick: pytest-xdist's plugin, CPU instructions, "
-                                 "its installed bytecode (ours off on both sides)", xdist, rounds, workdir, cached,
-                                 warm=True))
+        results += _xdist_yardstick(base, rounds, workdir, cached)
     return results
 
 
-def _xdist_commands(base: List[str]) -> Optional[Dict[str, List[str]]]:
+def _xdist_yardstick(base: List[str], rounds: int, workdir: str, cached: Dict[str, str]) -> List[Result]:
+    """pytest-xdist's plugin counted as ours is: with its installed bytecode, and from a source-only copy of its
+    package under ``PYTHONDONTWRITEBYTECODE=1`` (pytest rewrites a plugin's modules as it does ours)."""
     try:
-        import xdist  # noqa: F401 - only whether it is installed
+        import xdist
     except ImportError:
-        print("pytest-xdist is not installed: no yardstick row")
-        return None
+        print("pytest-xdist is not installed: no yardstick rows")
+        return []
     off = base[:3] + ["-p", "no:trtcap"] + base[3:]
-    return {"with": off, "without": off[:3] + ["-p", "no:xdist", "-p", "no:xdist.looponfail"] + off[3:]}
+    commands = {"with": off, "without": off[:3] + ["-p", "no:xdist", "-p", "no:xdist.looponfail"] + off[3:]}
+    source = os.path.join(workdir, "xdist-source")
+    shutil.copytree(os.path.dirname(xdist.__file__), os.path.join(source, "xdist"),
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    uncached = dict(cached, PYTHONDONTWRITEBYTECODE="1")
+    uncached["PYTHONPATH"] = os.pathsep.join((source, cached["PYTHONPATH"]))
+    return [
+        _pair("xdist_load_instructions", "yardstick: pytest-xdist's plugin, CPU instructions, its installed "
+              "bytecode (ours off on both sides)", commands, rounds, workdir, cached, warm=True),
+        _pair("xdist_load_instructions_no_pyc", "yardstick: pytest-xdist's plugin, CPU instructions, "
+              "PYTHONDONTWRITEBYTECODE=1, source-only copy", commands, rounds, workdir, uncached, warm=False),
+    ]
 
 
 def main(argv: List[str] = None) -> int:

@@ -71,8 +71,8 @@ NOTES = [
     "same two commands, each process run under `valgrind --tool=cachegrind --cache-sim=no` with "
     "`PYTHONHASHSEED=0`, two runs per side; the count of instructions executed does not move with the machine's "
     "load, so the ratio is the plugin's share of the run's CPU work, free of noise (disk and scheduler waits "
-    "are outside it). With bytecode caches and from the source-only copy, and pytest-xdist's plugin counted the "
-    "same way as a yardstick (with it against `-p no:xdist -p no:xdist.looponfail`, ours off on both sides). "
+    "are outside it). With bytecode caches and from the source-only copy; pytest-xdist's plugin is counted "
+    "both ways too, as a yardstick (with it against `-p no:xdist -p no:xdist.looponfail`, ours off on both sides). "
     "For information: the checked figure is the wall-time one.",
     "- **import cost**: `python -X importtime -c \"import pytest, importlib.metadata; import MODULE\"` in fresh "
     "processes, `pytest_trtcap.plugin` and `_hypothesis_pytestplugin` alternated round by round; the module's "

@@ -22,6 +22,7 @@ RATIOS = (
     "plugin_load_instructions",  # these three where valgrind is installed (see below)
     "plugin_load_instructions_no_pyc",
     "xdist_load_instructions",
+    "xdist_load_instructions_no_pyc",
     "import_cost",
     "import_cost_no_pyc",
     "isolation_per_test",
