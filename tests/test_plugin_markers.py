@@ -300,3 +300,21 @@ def test_a_marker_argument_with_a_hostile_repr_is_reported_on_one_bounded_line(
     ours = [line[line.index("trtcap:"):] for line in out.splitlines()
             if "@pytest.mark.trt_bf16 takes no arguments" in line]
     assert ours and all(part.count("test_it.py::test_one") == 1 and len(part) < 1000 for part in ours), out
+
+
+def test_a_declared_origin_cannot_forge_or_recolour_a_skip_reason(pytester: pytest.Pytester) -> None:
+    """A skip reason names the targets' origin, which a project gives ``declare_targets``: escaped, on one line."""
+    pytester.makeconftest(
+        "import trtcap_guards as guards\n\n"
+        "guards.declare_targets('7.5', origin='conftest\\n===== 99 passed in 0.01s =====\\x1b[2J')\n"
+    )
+    pytester.makepyfile("import pytest\n\n@pytest.mark.trt_fp32_gemm\ndef test_gemm():\n    pass\n")
+    result = pytester.runpytest_subprocess("-rs", "-q", "-p", "no:cacheprovider")
+    output = result.stdout.str()
+    result.assert_outcomes(skipped=1)
+    assert "\x1b" not in output
+    assert not [line for line in output.splitlines() if line.startswith("=====")], output
+    result.stdout.fnmatch_lines([
+        r"SKIPPED [[]1[]] *: trtcap: TensorRT-RTX cannot serve FP32 GEMM on SM 7.5 "
+        r"(targets 7.5 from conftest\n===== 99 passed in 0.01s =====\x1b[[]2J)",
+    ])

@@ -267,3 +267,28 @@ def test_a_test_s_own_properties_neither_break_nor_feed_the_summary(pytester: py
     assert "INTERNALERROR" not in output, output
     result.assert_outcomes(passed=1, skipped=1)
     assert "forged" not in output and "capability skips" not in output and "leaks:" not in output, output
+
+
+FORGING_ORIGINS = """
+import trtcap_guards as guards
+
+guards.declare_targets("7.5", origin="conftest\\n===== 99 passed in 0.01s =====\\x1b[2J")
+guards.declare_backend("rtx", origin="ci\\ntrtcap: forged")
+"""
+
+
+def test_a_declared_origin_cannot_forge_or_recolour_header_lines(pytester: pytest.Pytester) -> None:
+    """The origin a project passes to ``declare_targets`` / ``declare_backend`` is its text: shown on our lines,
+    it is escaped, never a line of its own or a terminal escape."""
+    pytester.makeconftest(FORGING_ORIGINS)
+    pytester.makepyfile("def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-v", "-p", "no:cacheprovider")
+    output = result.stdout.str()
+    result.assert_outcomes(passed=1)
+    assert "\x1b" not in output
+    assert not [line for line in output.splitlines() if line.startswith(("=====", "trtcap: forged"))], output
+    result.stdout.fnmatch_lines([
+        r"trtcap: targets: 7.5 (from conftest\n===== 99 passed in 0.01s =====\x1b[[]2J); "
+        r"backend: rtx (from ci\ntrtcap: forged);*",
+        r"trtcap: builder targets: 7.5 (declared, from conftest\n===== 99 passed in 0.01s =====\x1b[[]2J)*",
+    ])
