@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, List, Optional
 import trtcap_guards as guards
 from trtcap_guards.live_registry import loaded_converter_registry
 
+from .text import one_line
+
 if TYPE_CHECKING:
     from .options import Setting
     from .session import SessionPlugin
@@ -106,7 +108,7 @@ def header_lines(state: TrtcapState, verbose: bool = False) -> List[str]:
         lines.append(f"trtcap: placement audit: on ({_sourced(state.settings.audit)})")
     if verbose:
         lines.extend(_verbose_lines(state))
-    return lines
+    return [one_line(line) for line in lines]  # origins are the project's text (declare_targets(origin=...))
 
 
 def _version_line() -> str:
