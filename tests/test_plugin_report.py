@@ -292,3 +292,49 @@ def test_a_declared_origin_cannot_forge_or_recolour_header_lines(pytester: pytes
         r"backend: rtx (from ci\ntrtcap: forged);*",
         r"trtcap: builder targets: 7.5 (declared, from conftest\n===== 99 passed in 0.01s =====\x1b[[]2J)*",
     ])
+
+
+JUNIT_SUITE = """
+import pytest
+
+STORE = []
+
+
+@pytest.mark.trt_fp32_gemm
+def test_skipped_by_a_marker():
+    pass
+
+
+def test_leaks():
+    STORE.append(1)
+
+
+def test_after():
+    assert STORE == []
+"""
+
+JUNIT_CONFTEST = """
+def pytest_trtcap_isolated_state(config):
+    from test_junit import STORE
+    return [("store", lambda: list(STORE), lambda saved: STORE.__setitem__(slice(None), saved))]
+"""
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")])
+def test_the_plugin_writes_nothing_into_the_project_s_junit_xml(pytester: pytest.Pytester, xdist: tuple) -> None:
+    """Skips, leaks and audit counts travel to the summary without becoming ``<properties>`` of the project's
+    JUnit XML (pytest's default family, xunit2, has no place for them), under xdist too."""
+    pytester.makepyfile(test_junit=JUNIT_SUITE)
+    pytester.makeconftest(JUNIT_CONFTEST)
+    xml = pytester.path / "junit.xml"
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--trt-target-sm", "7.5", "--trtcap-audit", f"--junitxml={xml}", *xdist)
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines([
+        "capability skips: 1 (trt_fp32_gemm: 1)",
+        "leaks: 1 test(s) left global state changed (restored)",
+        "  test_junit.py::test_leaks -> store changed",
+    ])
+    text = xml.read_text()
+    assert "<testcase" in text and "<properties" not in text and "trtcap" not in text.replace(
+        "trtcap: TensorRT-RTX cannot serve", ""), text
