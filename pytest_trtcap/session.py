@@ -19,7 +19,7 @@ import trtcap_guards as guards
 
 from . import markers
 from .errors import TrtcapLeakError, TrtcapLeakWarning
-from .report_properties import OwnProperties
+from .report_properties import OwnProperties, attach
 from .text import one_line
 
 if TYPE_CHECKING:
@@ -158,6 +158,7 @@ class SessionPlugin:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
         """Outermost, so it sees the report unittest and xfail handling made: a failure that needs a GPU skips."""
         report = yield
+        attach(item, report)  # the plugin's entries, apart from the project's user_properties
         if report.failed and self.state.settings.needs_gpu.value == "skip":
             from . import needs_gpu_report
 
