@@ -353,3 +353,45 @@ def test_a_hook_value_whose_repr_raises_or_spans_lines_is_still_one_clean_error(
     err = result.stderr.str()
     assert f"ERROR: trtcap: hook {hook}" in err
     assert "\nERROR: forged" not in err
+
+
+AMBIGUOUS_STATE = """
+class Ambiguous:  # what numpy arrays and torch tensors do: an elementwise != whose truth value is refused
+    def __bool__(self):
+        raise ValueError("The truth value of an array with more than one element is ambiguous")
+
+
+class Weights:
+    def __init__(self, n):
+        self.n = n
+
+    def __eq__(self, other):
+        return Ambiguous()
+
+    __ne__ = __eq__
+
+
+STORE = {"w": Weights(1)}
+
+
+def pytest_trtcap_isolated_state(config):
+    return [("weights", lambda: dict(STORE), lambda saved: (STORE.clear(), STORE.update(saved)))]
+"""
+
+
+def test_an_isolated_state_snapshot_that_cannot_be_compared_is_an_error_naming_the_hook_and_label(
+        pytester: pytest.Pytester) -> None:
+    """A snapshot holding arrays or tensors cannot be compared with ``!=``: the error says so, naming the hook, the
+    entry's label and its file, instead of a bare error from inside isolation."""
+    conftest = pytester.makeconftest(AMBIGUOUS_STATE)
+    pytester.makepyfile("from conftest import STORE, Weights\n\n"
+                        "def test_a():\n    STORE['w'] = Weights(2)\n\ndef test_b():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-rE")
+    output = result.stdout.str()
+    assert "INTERNALERROR" not in output and result.ret == pytest.ExitCode.TESTS_FAILED, output
+    result.stdout.fnmatch_lines([
+        "ERROR test_*.py::test_a - *trtcap: hook pytest_trtcap_isolated_state in *conftest.py: entry 'weights': "
+        "its snapshots cannot be compared with != (ValueError: The truth value of an array with more than one "
+        "element is ambiguous)*",
+    ])
+    assert str(conftest) in output
