@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any, List, Optional
 import trtcap_guards as guards
 from trtcap_guards.live_registry import loaded_converter_registry
 
-from .text import one_line
-
 if TYPE_CHECKING:
     from .options import Setting
     from .session import SessionPlugin
@@ -108,7 +106,15 @@ def header_lines(state: TrtcapState, verbose: bool = False) -> List[str]:
         lines.append(f"trtcap: placement audit: on ({_sourced(state.settings.audit)})")
     if verbose:
         lines.extend(_verbose_lines(state))
-    return [one_line(line) for line in lines]  # origins are the project's text (declare_targets(origin=...))
+    return [line if line.isprintable() else _one_line(line) for line in lines]
+
+
+def _one_line(line: str) -> str:
+    """An origin is the project's text (``declare_targets(origin=...)``): a line holding a break or an escape is made
+    safe; ``text`` loads only then (every plain run shows the header)."""
+    from .text import one_line
+
+    return one_line(line)
 
 
 def _version_line() -> str:
