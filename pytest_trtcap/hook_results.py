@@ -30,10 +30,12 @@ class HookResult:
 class StateEntry:
     """A checked ``(label, snapshot, restore)`` entry of ``pytest_trtcap_isolated_state``."""
 
-    __slots__ = ("label", "snapshot", "restore")
+    __slots__ = ("label", "snapshot", "restore", "where")
 
-    def __init__(self, label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None]) -> None:
+    def __init__(self, label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None],
+                 where: str = "") -> None:
         self.label, self.snapshot, self.restore = label, snapshot, restore
+        self.where = where  # the conftest or plugin file that returned it, for errors about it later
 
 
 def shown(value: Any, limit: int = 300) -> str:
@@ -72,13 +74,13 @@ def first_result(caller: Any, **kwargs: Any) -> Optional[HookResult]:
     return next((found for found in _each(caller, **kwargs) if found.value is not None), None)
 
 
-def _entry(entry: Any) -> Optional[StateEntry]:
+def _entry(entry: Any, where: str = "") -> Optional[StateEntry]:
     if not isinstance(entry, tuple) or len(entry) != 3:
         return None
     label, snapshot, restore = entry
     if not isinstance(label, str) or not callable(snapshot) or not callable(restore):
         return None
-    return StateEntry(label, snapshot, restore)
+    return StateEntry(label, snapshot, restore, where)
 
 
 def _state_entries(found: HookResult) -> List[StateEntry]:
@@ -91,7 +93,7 @@ def _state_entries(found: HookResult) -> List[StateEntry]:
     else:
         bad = next((e for e in value if _entry(e) is None), None)
         if bad is None:
-            return [_entry(e) for e in value]  # type: ignore[misc]
+            return [_entry(e, found.where) for e in value]  # type: ignore[misc]
         value, problem = bad, "an entry of another shape"
     raise pytest.UsageError(
         f"trtcap: hook {ISOLATED_STATE} in {found.where}: expected a list of (label: str, snapshot(), "

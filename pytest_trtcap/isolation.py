@@ -41,10 +41,23 @@ class StateSpec:
     available: Callable[[], bool] = lambda: True
 
 
-def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None]) -> StateSpec:
-    """A spec from ``pytest_trtcap_isolated_state``: compared with ``!=``, reported under its label."""
-    return StateSpec(str(label), snapshot, restore, lambda snap: snapshot() != snap,
-                     lambda _snap: [f"{label} changed"])
+def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None], where: str = "") -> StateSpec:
+    """A spec from ``pytest_trtcap_isolated_state``: compared with ``!=``, reported under its label. A snapshot
+    that refuses the comparison (arrays, tensors: an elementwise result with no truth value) is an error naming the
+    hook, the entry and its file, not a bare one from inside isolation."""
+
+    def changed(snap: Any) -> bool:
+        try:
+            return bool(snapshot() != snap)
+        except Exception as exc:
+            from .hook_results import ISOLATED_STATE, shown
+
+            raise TypeError(
+                f"trtcap: hook {ISOLATED_STATE} in {where}: entry {shown(label)}: its snapshots cannot be compared "
+                f"with != ({shown(exc)}); return a snapshot that compares by value (convert arrays or tensors)"
+            ) from None
+
+    return StateSpec(str(label), snapshot, restore, changed, lambda _snap: [f"{label} changed"])
 
 
 @dataclass(eq=False)

@@ -125,7 +125,7 @@ class TrtcapState:
 
             specs = held_state.builtin_specs()
             for entry in self.user_state_entries():
-                specs.append(isolation.user_spec(entry.label, entry.snapshot, entry.restore))
+                specs.append(isolation.user_spec(entry.label, entry.snapshot, entry.restore, entry.where))
             self.isolation = isolation.Isolation(specs)
         return self.isolation
 
