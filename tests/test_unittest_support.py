@@ -60,3 +60,36 @@ def test_bad_counts_fail_the_unittest_test(targets):
     targets("8.9")
     with pytest.raises(ValueError, match=r"^turing: expected \(acc, gpu\) non-negative integers, got \(1, -2\)$"):
         Seen("test_answers").expected_partition_counts((1, 0), (1, -2))
+
+
+class SeenAtClassSetUp(TrtCapabilityMixin, unittest.TestCase):
+    """``setUpClass`` (class scope) reads the mixin through ``cls``: it must get the answers, not a property object
+    (which is truthy, so ``if cls.trt_targets_turing:`` would take the Turing branch on every target)."""
+
+    __test__ = False
+    answers: dict = {}
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.answers = {
+            "turing": cls.trt_targets_turing,
+            "dtype": cls.turing_safe_gemm_dtype,
+            "origin": cls.trt_capability.origin,
+            "counts": tuple(cls.expected_partition_counts((1, 0), (1, 2))),
+        }
+
+    def test_nothing(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("declared, turing, dtype, counts", [
+    ("7.5", True, torch.float16, (1, 2)),
+    ("8.9", False, torch.float32, (1, 0)),
+])
+def test_the_mixin_answers_in_set_up_class_too(declared, turing, dtype, counts, targets):
+    targets(declared, origin="unittest ci")
+    result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(
+        unittest.defaultTestLoader.loadTestsFromTestCase(SeenAtClassSetUp))
+    assert not result.errors and not result.failures, result.errors + result.failures
+    assert SeenAtClassSetUp.answers == {"turing": turing, "dtype": dtype, "origin": "unittest ci", "counts": counts}
