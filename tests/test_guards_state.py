@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 import trtcap_guards as guards
 
 
@@ -58,4 +60,40 @@ def test_a_cleared_declaration_equals_any_other_cleared_one() -> None:
     before = guards.state_snapshot()
     guards.declare_targets("8.9", origin="somewhere")
     guards.declare_targets(None, origin="elsewhere")
+    assert guards.state_snapshot() == before
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("targets", "7.5"),  # text where pairs belong: every validator would raise TypeError on it
+        ("targets", ((7, 5, 1),)),  # shown as "7.5" yet never equal to Turing
+        ("targets", [(7, 5)]),
+        ("targets_origin", None),
+        ("backend", "banana"),
+        ("builder_switch", None),
+        ("neutralized", (("aten.mm.default", 0),)),
+        ("neutralized", 5),
+        ("fired", ((("fp32_gemm", "aten.mm.default"), -1),)),
+    ],
+)
+def test_a_malformed_snapshot_is_refused_naming_the_field_and_changes_nothing(field, value) -> None:
+    """A foreign or hand-made snapshot must not poison the state the validators read (they never raise), nor be
+    half-applied: it is a TypeError or ValueError naming ``restore_state`` and the field, and the state stays."""
+    held = guards.declare_targets("8.9", origin="before the bad restore")
+    try:
+        before = guards.state_snapshot()
+        bad = dataclasses.replace(guards.state_snapshot(), **{field: value})
+        with pytest.raises((TypeError, ValueError), match=rf"restore_state: .*\b{field}\b"):
+            guards.restore_state(bad)
+        assert guards.state_snapshot() == before
+    finally:
+        held.undo()
+
+
+@pytest.mark.parametrize("snapshot", [None, {}, "state", ("targets", None)])
+def test_something_that_is_no_snapshot_is_a_type_error_naming_it(snapshot) -> None:
+    before = guards.state_snapshot()
+    with pytest.raises(TypeError, match=r"restore_state: expected a GuardsState"):
+        guards.restore_state(snapshot)
     assert guards.state_snapshot() == before
