@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
 from . import builder, first_use, registry, targets
+from .capabilities import int_pair
+from .environment import BACKENDS
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,41 @@ def state_snapshot(*, fired: bool = True) -> GuardsState:
     )
 
 
+def _problem(s: GuardsState) -> Optional[str]:
+    """What makes ``s`` no state the guards could be in (the field named first), or None."""
+    if s.targets is not None and not (isinstance(s.targets, tuple) and all(int_pair(c, (99, 9)) for c in s.targets)):
+        return "targets must be None or a tuple of (major, minor) pairs"
+    if not (isinstance(s.targets_origin, str) and isinstance(s.backend_origin, str)):
+        return "targets_origin and backend_origin must be strings"
+    if s.backend is not None and s.backend not in BACKENDS:
+        return f"backend must be None or one of {', '.join(BACKENDS)}"
+    if not isinstance(s.builder_switch, builder.BuilderSwitch):
+        return "builder_switch must be a BuilderSwitch"
+    if not _counts(s.neutralized, str, 1):
+        return "neutralized must be a tuple of (target name, count >= 1) pairs"
+    if s.fired is not None and not _counts(s.fired, tuple, 0):
+        return "fired must be None or a tuple of ((rule, target), count >= 0) pairs"
+    return None
+
+
+def _counts(items: Any, key_type: type, least: int) -> bool:
+    return isinstance(items, tuple) and all(
+        isinstance(i, tuple) and len(i) == 2 and isinstance(i[0], key_type)
+        and type(i[1]) is int and i[1] >= least for i in items
+    )
+
+
 def restore_state(snapshot: GuardsState) -> None:
-    """Put the state of ``snapshot`` back in place (fired counts only if the snapshot holds them)."""
+    """Put the state of ``snapshot`` back in place (fired counts only if the snapshot holds them).
+
+    A snapshot the guards could never have taken is refused before anything changes: the validators read this
+    state on every node and must never raise on it.
+    """
+    if not isinstance(snapshot, GuardsState):
+        raise TypeError(f"restore_state: expected a GuardsState from state_snapshot(), got {type(snapshot).__name__}")
+    problem = _problem(snapshot)
+    if problem is not None:
+        raise ValueError(f"restore_state: {problem}")
     first_use.changing()
     d = targets._declared
     d.targets, d.targets_origin = snapshot.targets, snapshot.targets_origin or d.targets_origin
