@@ -212,6 +212,59 @@ def test_validators_answer_under_a_malformed_environment(monkeypatch):
         assert all(validator(fp32) is True for validator in V.values())
 
 
+
+class _RaisingSettings:
+    """Settings whose ``target_compute_capabilities`` cannot be read: a property that raises."""
+
+    @property
+    def target_compute_capabilities(self):
+        raise RuntimeError("settings exploded")
+
+
+class _Untestable:
+    def __bool__(self):
+        raise RuntimeError("no truth value")
+
+    def __iter__(self):
+        raise RuntimeError("no iteration")
+
+
+def _exploding_targets():
+    yield (7, 5)
+    raise RuntimeError("iteration exploded")
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        _RaisingSettings(),
+        SimpleNamespace(target_compute_capabilities=_Untestable()),
+        SimpleNamespace(target_compute_capabilities=_exploding_targets()),
+    ],
+    ids=["property-raises", "truth-test-raises", "iteration-raises"],
+)
+def test_validators_never_raise_on_settings_they_cannot_read(settings, targets):
+    """Unreadable settings carry no targets: the declared ones decide (7.5 here: the FP32 mm stays off TensorRT)."""
+    fp32 = the_node(tm.gemm_graph("mm", torch.float32), "aten.mm.default")
+    targets("7.5")
+    assert V["gemm_capability_validator"](fp32, settings) is False
+    assert all(v(fp32, settings) in (True, False) for v in V.values())
+
+
+def test_validators_never_raise_when_upstreams_predicate_raises(targets, monkeypatch):
+    """A newer Torch-TensorRT's own predicate is consulted for settings with targets; if it raises on them, the
+    guards' own answer stands."""
+    import torch_tensorrt._utils as utils
+
+    def broken(settings):
+        raise AttributeError("upstream cannot read these settings")
+
+    monkeypatch.setattr(utils, "trt_rtx_targets_turing", broken, raising=False)
+    fp32 = the_node(tm.gemm_graph("mm", torch.float32), "aten.mm.default")
+    targets("8.9")
+    assert V["gemm_capability_validator"](fp32, SimpleNamespace(target_compute_capabilities=[(7, 5)])) is False
+    assert V["gemm_capability_validator"](fp32, SimpleNamespace(target_compute_capabilities=[(8, 9)])) is True
+
 # --- property-based: validators and rule checks are total ---------------------------------------------
 
 
