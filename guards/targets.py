@@ -190,13 +190,23 @@ class CapabilityDecision:
 
 
 def _settings_targets(settings: Any) -> Optional[Tuple[Capability, ...]]:
-    caps = getattr(settings, "target_compute_capabilities", None) if settings is not None else None
-    if not caps:
+    """The settings' targets; None where they carry none or cannot be read (then the declaration decides).
+    Read on every cache miss of a validator's question: never warns, never raises."""
+    if settings is None:
         return None
-    try:  # read on every cache miss of a validator's question: never warns, never raises
-        return coerce_targets(caps, "settings.target_compute_capabilities", warn=False)
-    except (TypeError, ValueError):
+    try:
+        caps = getattr(settings, "target_compute_capabilities", None)
+        return coerce_targets(caps, "settings.target_compute_capabilities", warn=False) if caps else None
+    except Exception:
         return None
+
+
+def _upstream_answer(upstream: Any, settings: Any, own: bool) -> bool:
+    """Upstream's predicate for these settings; ours where it raises on them (a validator must answer)."""
+    try:
+        return bool(upstream(settings))
+    except Exception:
+        return own
 
 
 def _resolve_backend() -> Tuple[str, str]:
@@ -247,7 +257,7 @@ def capability_decision(settings: Any = None, *, probe_host: bool = True) -> Cap
     backend, backend_origin = _resolve_backend()
     turing = backend != "standard" and TURING in targets
     if upstream is not None and backend == "rtx":
-        turing = bool(upstream(settings))
+        turing = _upstream_answer(upstream, settings, turing)
     where = f"targets {format_targets(targets)} from {origin}" if targets else f"no targets ({origin})"
     if turing:
         reason = f"TensorRT-RTX targets SM 7.5 ({where})"
