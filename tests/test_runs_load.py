@@ -59,3 +59,12 @@ def test_integer_beyond_the_digit_limit(tmp_path):
 def test_json_nested_200000_deep(tmp_path):
     text = '{"schema": "trtcap-record", "version": 1, "tests": {}, "x": ' + "[" * 200_000 + "]" * 200_000 + "}"
     assert_rejected(write_input(tmp_path, "deep.json", text), "nested too deeply")
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_not_json(tmp_path, constant):
+    """Python's json module reads NaN and Infinity, which JSON (and so the schema's "number") does not have."""
+    data = record_data({"t.py::a": {"outcome": "passed", "duration": 0.5}})
+    text = json.dumps(data).replace('"duration": 0.5', f'"duration": {constant}')
+    assert constant in text
+    assert_rejected(write_input(tmp_path, "nan.json", text), f"invalid JSON ({constant} is not a JSON number")

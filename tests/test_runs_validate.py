@@ -108,3 +108,24 @@ def test_the_schema_says_counts_are_not_negative():
         resources.files("pytest_trtcap.runs").joinpath("record.schema.json").read_text(encoding="utf-8")
     )
     assert [schema["properties"][name].get("minimum") for name in ("collected", "deselected")] == [0, 0]
+
+
+@pytest.mark.parametrize(
+    "mutate, needle",
+    [
+        (lambda d: d.update(pytest={"exitstatus": "1"}), "'pytest.exitstatus' must be an integer or null (got str)"),
+        (lambda d: d.update(pytest={"returncode": True}), "'pytest.returncode' must be an integer or null (got bool)"),
+        (lambda d: d.update(pytest={"version": 9}), "'pytest.version' must be a string or null (got int)"),
+        (lambda d: d.update(pytest={"rootdir": []}), "'pytest.rootdir' must be a string or null (got list)"),
+        (lambda d: d.update(pytest={"args": "-x"}), "'pytest.args' must be an array of strings"),
+        (lambda d: d.update(pytest={"command": [1]}), "'pytest.command' must be an array of strings"),
+        (lambda d: d.update(files={"record": 1}), "'files.record' must be a string (got int)"),
+    ],
+)
+def test_nested_fields_the_schema_types_are_checked_too(tmp_path, mutate, needle):
+    """``record.schema.json`` types the ``pytest`` object's fields and the ``files`` values: a record that breaks
+    them is refused like any other wrong-typed field, not accepted as valid."""
+    data = record_data({"t.py::a": {"outcome": "failed", "signature": "E: x"}})
+    mutate(data)
+    assert_rejected(write_input(tmp_path, "nested.json", json.dumps(data)), needle)
+
