@@ -42,10 +42,15 @@ def record_from_stream(path: Any) -> Record:
     return Record(path, build_record(stream, reconcile(stream)), "stream")
 
 
+def _not_json(constant: str) -> Any:
+    """``NaN``, ``Infinity`` and ``-Infinity``: Python's json reads them, JSON has no such numbers."""
+    raise ValueError(f"{constant} is not a JSON number")
+
+
 def _decode_json(path: Any, text: str) -> Any:
     with gc_paused():
         try:
-            return json.loads(text)
+            return json.loads(text, parse_constant=_not_json)
         except json.JSONDecodeError as exc:
             raise RecordError(path, _json_problem(text, exc)) from None
         except RecursionError:

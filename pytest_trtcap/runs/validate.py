@@ -24,6 +24,9 @@ TOP_FIELDS: Dict[str, Tuple[type, ...]] = {
 }
 #: Top-level counts pytest made: never below zero.
 COUNTS = ("collected", "deselected")
+#: Fields of the ``pytest`` object: scalars, then arrays of strings.
+PYTEST_FIELDS: Dict[str, Tuple[type, ...]] = {"version": _STR, "rootdir": _STR, "exitstatus": _INT, "returncode": _INT}
+PYTEST_LISTS = ("args", "command")
 ENTRY_FIELDS: Dict[str, Tuple[type, ...]] = {
     "signature": _STR, "reason": _STR, "when": _STR, "duration": _NUM,
 }
@@ -65,6 +68,13 @@ def _check_header(path: Any, data: Dict[str, Any]) -> None:
     for name in COUNTS:
         if data.get(name) is not None and data[name] < 0:
             raise RecordError(path, f"record's {name!r} must not be negative (got {data[name]})")
+    for name, types in PYTEST_FIELDS.items():
+        _check(path, f"record's 'pytest.{name}'", (data.get("pytest") or {}).get(name), types)
+    for name in PYTEST_LISTS:
+        _check_strings(path, f"record's 'pytest.{name}'", (data.get("pytest") or {}).get(name))
+    for name, value in (data.get("files") or {}).items():
+        if not isinstance(value, str):
+            raise RecordError(path, f"record's 'files.{name[:40]}' must be a string (got {type(value).__name__})")
     _check_strings(path, "record's 'running'", data.get("running"))
     _check_strings(path, "record's 'stderr_tail'", data.get("stderr_tail"))
 
