@@ -213,3 +213,41 @@ def test_env_unsupported_target_under_an_error_filter_still_decides(monkeypatch,
         warnings.simplefilter("error")
         assert guards.capability_decision(probe_host=False).targets == ((9, 0), (7, 5))
         assert guards.gemm_capability_validator(None) in (True, False)
+
+
+class _Unprintable:
+    """A value whose repr, str and equality all raise: what an error message must still survive."""
+
+    def __repr__(self):
+        raise RuntimeError("repr exploded")
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        raise RuntimeError("eq exploded")
+
+    __hash__ = object.__hash__
+
+
+class _UnprintableText(str):
+    def __repr__(self):
+        raise RuntimeError("repr exploded")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda v: guards.parse_targets(v),
+        lambda v: guards.parse_targets(_UnprintableText("banana")),
+        lambda v: coerce_targets([v], "declare_targets"),
+        lambda v: coerce_targets([(v, 5)], "declare_targets"),
+        lambda v: parse_backend(v),
+        lambda v: parse_backend(_UnprintableText("banana")),
+    ],
+    ids=["parse_targets", "parse_targets-text", "pair", "pair-item", "parse_backend", "parse_backend-text"],
+)
+def test_a_value_that_cannot_be_printed_is_still_a_value_error_naming_the_source(call):
+    """The documented error is a ValueError naming the source; a value whose repr (or ==) raises must not turn
+    it into that value's own exception."""
+    with pytest.raises(ValueError, match=r"(TRTCAP_TARGET_SM|declare_targets|TRTCAP_BACKEND): .*unprintable"):
+        call(_Unprintable())

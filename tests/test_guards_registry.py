@@ -342,3 +342,24 @@ def test_the_guards_and_isolation_find_the_one_live_registry(converter_registry)
     assert loaded_converter_registry() is converter_registry
     assert imported() is converter_registry
     assert held_registry.registry_snapshot().registries is converter_registry.registries
+
+
+class _Unprintable:
+    def __repr__(self):
+        raise RuntimeError("repr exploded")
+
+    __str__ = __repr__
+
+
+class _UnprintableText(str):
+    def __repr__(self):
+        raise RuntimeError("repr exploded")
+
+
+@pytest.mark.parametrize("value", [_Unprintable(), _UnprintableText("not an op")], ids=["object", "text"])
+def test_parse_target_name_and_neutralize_refuse_an_unprintable_value_with_a_value_error(value):
+    """README: "anything else a ValueError", whatever the value's repr does."""
+    with pytest.raises(ValueError, match=r"^target: .*unprintable"):
+        guards.parse_target_name(value)
+    with pytest.raises(ValueError, match=r"^neutralize: .*unprintable"):
+        guards.neutralize(value)
