@@ -22,6 +22,14 @@ class UnsupportedTargetWarning(UserWarning):
     """A declared capability that TensorRT-RTX does not build engines for."""
 
 
+def shown(value: Any) -> str:
+    """``repr(value)`` for an error message; a value whose repr raises must not replace the error with its own."""
+    try:
+        return repr(value)
+    except Exception:
+        return f"<unprintable {type(value).__name__}>"
+
+
 def format_targets(targets: Sequence[Capability]) -> str:
     return ",".join(format_capability(c) for c in targets) or "none"
 
@@ -32,7 +40,7 @@ def _parse_one(item: str, name: str, text: str) -> Capability:
         m = _COMPACT.match(item)
     if m is None:
         raise ValueError(
-            f"{name}: invalid compute capability {item!r} in {text!r}; "
+            f"{name}: invalid compute capability {item!r} in {shown(text)}; "
             "expected forms like 7.5, 75, sm_75 or SM75, comma-separated"
         )
     return (int(m.group(1)), int(m.group(2)))
@@ -41,7 +49,7 @@ def _parse_one(item: str, name: str, text: str) -> Capability:
 def _parse_text(text: str, name: str) -> Tuple[Capability, ...]:
     items = [part.strip() for part in text.split(",")]
     if any(not item for item in items):
-        raise ValueError(f"{name}: empty compute capability in {text!r}")
+        raise ValueError(f"{name}: empty compute capability in {shown(text)}")
     return tuple(dict.fromkeys(_parse_one(item, name, text) for item in items))
 
 
@@ -65,7 +73,7 @@ def _pair(value: Any, name: str) -> Capability:
     if pair is not None:
         return pair
     raise ValueError(
-        f"{name}: invalid compute capability {value!r}; expected a (major, minor) pair such as (7, 5) "
+        f"{name}: invalid compute capability {shown(value)}; expected a (major, minor) pair such as (7, 5) "
         "(major 0-99, minor 0-9) or a string such as '7.5'"
     )
 
@@ -101,7 +109,7 @@ def parse_targets(text: str, name: str = ENV_TARGETS, *, warn: bool = True) -> T
     TensorRT-RTX does not build for is an ``UnsupportedTargetWarning`` (unless ``warn`` is False).
     """
     if not isinstance(text, str):
-        raise ValueError(f"{name}: expected a string of compute capabilities, got {text!r}")
+        raise ValueError(f"{name}: expected a string of compute capabilities, got {shown(text)}")
     caps = _parse_text(text, name)
     if name == ENV_TARGETS:
         _env_seen.add(text)
@@ -118,7 +126,8 @@ def coerce_targets(targets: Any, name: str, *, warn: bool = True) -> Tuple[Capab
     else:
         if isinstance(targets, (bytes, bytearray, dict)) or not isinstance(targets, Iterable):
             raise ValueError(
-                f"{name}: expected a string like '7.5,8.9' or (major, minor) pairs such as [(7, 5)], got {targets!r}"
+                f"{name}: expected a string like '7.5,8.9' or (major, minor) pairs such as [(7, 5)], "
+                f"got {shown(targets)}"
             )
         found: list = []
         for t in targets:
@@ -131,8 +140,8 @@ def coerce_targets(targets: Any, name: str, *, warn: bool = True) -> Tuple[Capab
 
 def parse_backend(text: str, name: str = ENV_BACKEND) -> str:
     value = text.strip().lower() if isinstance(text, str) else text
-    if value not in BACKENDS:
-        raise ValueError(f"{name}: invalid backend {text!r}; choose one of {', '.join(BACKENDS)}")
+    if not isinstance(value, str) or value not in BACKENDS:
+        raise ValueError(f"{name}: invalid backend {shown(text)}; choose one of {', '.join(BACKENDS)}")
     return value
 
 

@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 from . import first_use
 from .builder import install_builder_targets, uninstall_builder_targets
+from .capabilities import shown
 from .live_registry import converter_registry, loaded_converter_registry
 from .rules import ALL_TARGETS, RULES, Rule, explicit_targets, rules_for, target_name_of
 from .validators import rejecting_rule
@@ -166,7 +167,7 @@ def parse_target_name(target: Any, name: str = "target") -> str:
     text = target_name_of(target).strip() if target is not None else ""
     if not _TARGET_NAME.match(text):
         raise ValueError(
-            f"{name}: {target!r} is not an operator name; expected e.g. aten.linear.default "
+            f"{name}: {shown(target)} is not an operator name; expected e.g. aten.linear.default "
             f"(rules name: {', '.join(explicit_targets())})"
         )
     return text
