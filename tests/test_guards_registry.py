@@ -72,6 +72,27 @@ def test_install_twice_is_install_once(aten_converters):
             assert support.supports_dynamic_shapes == stock.supports_dynamic_shapes
 
 
+
+def test_install_after_an_install_of_fewer_rules_adds_the_missing_guards(targets, aten_converters):
+    """``install(rules)`` of one rule, then ``install()``: every rule must guard its targets, not only the first
+    call's (an FP32 mm left on TensorRT at 7.5 runs and returns all zeros). Nothing is guarded twice."""
+    (fp32,) = tm.nodes_with_target(tm.gemm_graph("mm", torch.float32), "aten.mm.default")
+    (bf16,) = tm.nodes_with_target(tm.gemm_graph("mm", torch.bfloat16), "aten.mm.default")
+    targets("7.5")
+    pristine = snapshot(aten_converters)
+    try:
+        guards.install((RULE["bf16"],))
+        mm = aten_converters[torch.ops.aten.mm.default]
+        assert [s.capability_validator(fp32, None) for s in mm] == [True] * len(mm)  # only BF16 guarded so far
+        guards.install()
+        assert all(s.capability_validator(fp32, None) is False for s in mm)
+        assert all(s.capability_validator(bf16, None) is False for s in mm)
+        originals = [getattr(s.capability_validator, "_trtcap_original") for s in mm]
+        assert all(not is_guarded(o) for o in originals)  # a guard wraps the stock entry, never another guard
+    finally:
+        guards.uninstall()
+    assert same_objects(snapshot(aten_converters), pristine)
+
 def test_uninstall_gives_back_the_identical_registry(aten_converters):
     pristine = snapshot(aten_converters)
     lists = dict(aten_converters)  # the list objects themselves
