@@ -81,6 +81,25 @@ def _is_guarded(support: Any) -> bool:
     return hasattr(getattr(support, "capability_validator", None), _ORIGINAL)
 
 
+def _stock(support: Any) -> Any:
+    """The stock ConverterSupport behind ``support`` (itself when unguarded)."""
+    return getattr(support.capability_validator, _ORIGINAL) if _is_guarded(support) else support
+
+
+def _guarding(support: Any, applicable: Tuple[Rule, ...]) -> Any:
+    """The rules ``support`` should be guarded by after this install, or None where it already is (or needs none).
+
+    An entry guarded by an earlier ``install(rules)`` keeps its rules and gains the missing ones: installing adds
+    guards, never drops one, and never wraps a guard in another.
+    """
+    mine = applicable
+    if _references_upstream_guard(_stock(support).capability_validator):
+        mine = tuple(r for r in applicable if ALL_TARGETS in r.targets)
+    have = support.capability_validator.rules if _is_guarded(support) else ()
+    wanted = have + tuple(r for r in mine if r not in have)
+    return wanted if wanted != have else None
+
+
 def install(rules: Tuple[Rule, ...] = RULES) -> Tuple[str, ...]:
     """Guard every registered target the rules name, and declare the targets on the builder
     (``builder.install_builder_targets``). Idempotent; returns the guarded target names."""
@@ -94,14 +113,9 @@ def install(rules: Tuple[Rule, ...] = RULES) -> Tuple[str, ...]:
             if not applicable:
                 continue
             for i, support in enumerate(entries):
-                if _is_guarded(support):
-                    continue
-                mine = applicable
-                if _references_upstream_guard(support.capability_validator):
-                    mine = tuple(r for r in applicable if ALL_TARGETS in r.targets)
-                    if not mine:
-                        continue
-                entries[i] = _guard(support, mine, name)
+                guarding = _guarding(support, applicable)
+                if guarding is not None:
+                    entries[i] = _guard(_stock(support), guarding, name)
             guarded.append(name)
     install_builder_targets()
     return tuple(guarded)

@@ -87,7 +87,7 @@ def test_install_after_an_install_of_fewer_rules_adds_the_missing_guards(targets
         guards.install()
         assert all(s.capability_validator(fp32, None) is False for s in mm)
         assert all(s.capability_validator(bf16, None) is False for s in mm)
-        originals = [getattr(s.capability_validator, "_trtcap_original") for s in mm]
+        originals = [s.capability_validator._trtcap_original for s in mm]
         assert all(not is_guarded(o) for o in originals)  # a guard wraps the stock entry, never another guard
     finally:
         guards.uninstall()
