@@ -57,6 +57,10 @@ def answer_device_queries(capability: Optional[Capability] = None) -> bool:
     """Answer the two import-time device queries if no CUDA device exists; True if it did."""
     import torch
 
+    if capability is not None:  # checked first: a bad answer is refused whatever has been answered already
+        from .capabilities import _pair
+
+        capability = _pair(capability, "answer_device_queries")
     if _status.applied:
         return True
     if torch.cuda.is_available():
