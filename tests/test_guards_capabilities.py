@@ -251,3 +251,11 @@ def test_a_value_that_cannot_be_printed_is_still_a_value_error_naming_the_source
     it into that value's own exception."""
     with pytest.raises(ValueError, match=r"(TRTCAP_TARGET_SM|declare_targets|TRTCAP_BACKEND): .*unprintable"):
         call(_Unprintable())
+
+
+@pytest.mark.parametrize("targets", ["7.5", [(7.0, 5.0)], [(True, False)], [(-1, 5)], [(7, 10)], [[[7, 5]]], None, 75])
+def test_format_targets_refuses_what_is_no_list_of_capabilities(targets):
+    """Its output is read back by ``parse_targets``: text (an IndexError before), floats, bools, out-of-range
+    or nested values are a ValueError naming it, never written as "7.0.5.0", "True.False" or "-1.5"."""
+    with pytest.raises(ValueError, match=r"^format_targets: "):
+        format_targets(targets)
