@@ -31,7 +31,10 @@ def shown(value: Any) -> str:
 
 
 def format_targets(targets: Sequence[Capability]) -> str:
-    return ",".join(format_capability(c) for c in targets) or "none"
+    """``7.5,8.9`` for ``((7, 5), (8, 9))``, ``none`` for none: text ``parse_targets`` reads back."""
+    if isinstance(targets, (str, bytes)) or not isinstance(targets, Iterable):
+        raise ValueError(f"format_targets: expected (major, minor) pairs such as [(7, 5)], got {shown(targets)}")
+    return ",".join(format_capability(_pair(c, "format_targets")) for c in targets) or "none"
 
 
 def _parse_one(item: str, name: str, text: str) -> Capability:
