@@ -49,3 +49,41 @@ def test_collection_errors_are_kept_once_and_counted_per_report(tmp_path):
     assert stream["collection_errors"] == {"m.py": {"signature": "ImportError: x", "message": "ImportError: x"}}
     assert stream["collection_error_reports"] == 2 and stream["tests"] == {}
     assert stream["counted"] == {"collected": 0} and stream["finished"]
+
+
+_HEADER = json.dumps({"schema": STREAM_SCHEMA, "version": 2, "arm": "7.5"})
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"e": "test", "id": "t.py::a"},  # no outcome
+        {"e": "test", "id": "t.py::a", "outcome": "banana"},
+        {"e": "test", "id": "t.py::a", "outcome": "failed", "signature": 5},
+        {"e": "test", "id": "t.py::a", "outcome": "skipped", "reason": ["a"]},
+        {"e": "test", "id": "t.py::a", "outcome": "failed", "when": 7},
+        {"e": "test", "id": "t.py::a", "outcome": "failed", "categories": "failed"},
+        {"e": "collection_error", "id": "m.py", "signature": [1]},
+        {"e": "finish", "exitstatus": "x"},
+        {"e": "finish", "exitstatus": 0, "counted": {"collected": "3"}},
+        {"e": "finish", "exitstatus": 0, "counted": {"collected": 1, "outcomes": [1]}},
+        {"e": "finish", "exitstatus": 0, "counted": {"collected": 1, "outcomes": {"passed": "1"}}},
+    ],
+)
+def test_an_event_that_breaks_the_record_rules_is_an_unreadable_line(tmp_path, capsys, event):
+    """``trtcap compare`` reads a bare stream too: an event whose fields the record schema would refuse is counted
+    as an unreadable line (the record is INCOMPLETE, saying so), never carried on to crash the comparison."""
+    lines = [_HEADER, json.dumps({"e": "collected", "n": 1, "deselected": 0}), json.dumps(event), ""]
+    path = write_input(tmp_path, "s.stream.jsonl", "\n".join(lines))
+    stream = read_stream(path)
+    assert stream["bad_lines"] == 1
+    assert "t.py::a" not in stream["tests"] and "m.py" not in stream["collection_errors"]
+    assert not stream["finished"]
+    rec = load_record(path)
+    assert rec.result == "INCOMPLETE"
+    assert any("1 unreadable line(s)" in d for d in rec.disagreements)
+    from pytest_trtcap.runs.cli import main
+
+    for fmt in ("table", "json", "markdown"):
+        assert main(["compare", str(path), str(path), "--format", fmt]) == 2
+        assert "RESULT: INCOMPLETE" in capsys.readouterr().out
