@@ -7,6 +7,7 @@ from typing import Any, Dict
 
 from .inputs import RecordError, read_bytes
 from .record import STREAM_SCHEMA
+from .validate import check_entry
 
 
 def empty_stream(problem: str = "") -> Dict[str, Any]:
@@ -19,6 +20,39 @@ def empty_stream(problem: str = "") -> Dict[str, Any]:
     if problem:
         stream["stream_error"] = problem
     return stream
+
+
+def _is(value: Any, kind: type) -> bool:
+    """``value`` is null or of ``kind`` (a bool is no count)."""
+    return value is None or (isinstance(value, kind) and not (kind is int and isinstance(value, bool)))
+
+
+def _counted_ok(counted: Any) -> bool:
+    """pytest's own counts as the recorder writes them: what reconciliation computes with."""
+    if counted is None:
+        return True
+    if not isinstance(counted, dict) or not all(
+        _is(counted.get(k), int) for k in ("collected", "failed_reports", "deselected")
+    ):
+        return False
+    outcomes = counted.get("outcomes")
+    return outcomes is None or isinstance(outcomes, dict) and all(_is(v, int) for v in outcomes.values())
+
+
+def _readable(event: Dict[str, Any]) -> bool:
+    """Whether an event's fields have the types the record schema gives them; one that breaks them is an
+    unreadable line, never carried into a record (``trtcap compare`` reads a bare stream too)."""
+    kind = event.get("e")
+    if kind == "test":
+        try:
+            check_entry("", "", {k: v for k, v in event.items() if k not in ("e", "id")})
+        except RecordError:
+            return False
+    elif kind == "collection_error":
+        return _is(event.get("signature"), str) and _is(event.get("message"), str)
+    elif kind == "finish":
+        return _is(event.get("exitstatus"), int) and _counted_ok(event.get("counted"))
+    return True
 
 
 def _apply(out: Dict[str, Any], started: Dict[Any, None], event: Dict[str, Any]) -> None:
@@ -50,7 +84,7 @@ def _apply(out: Dict[str, Any], started: Dict[Any, None], event: Dict[str, Any])
     elif kind == "finish":
         out["finished"] = True
         out["exitstatus"] = event.get("exitstatus")
-        out["counted"] = event.get("counted") if isinstance(event.get("counted"), dict) else None
+        out["counted"] = event.get("counted")
 
 
 def read_stream(path: Any) -> Dict[str, Any]:
@@ -72,7 +106,7 @@ def read_stream(path: Any) -> Dict[str, Any]:
             if number != last:  # a torn final line is the expected shape of a killed run
                 out["bad_lines"] += 1
             continue
-        if not isinstance(event, dict):
+        if not isinstance(event, dict) or not _readable(event):
             out["bad_lines"] += 1
             continue
         _apply(out, started, event)

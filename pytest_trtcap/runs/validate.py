@@ -79,7 +79,7 @@ def _check_header(path: Any, data: Dict[str, Any]) -> None:
     _check_strings(path, "record's 'stderr_tail'", data.get("stderr_tail"))
 
 
-def _check_entry(path: Any, nodeid: str, entry: Any) -> None:
+def check_entry(path: Any, nodeid: str, entry: Any) -> None:
     where = f"test {nodeid[:200]!r}"
     if not isinstance(entry, dict):
         raise RecordError(path, f"{where}: entry must be an object")
@@ -117,7 +117,7 @@ def validate_record(path: Any, data: Any) -> Dict[str, Any]:
     if not isinstance(tests, dict):
         raise RecordError(path, f"record's \"tests\" must be an object keyed by node id (got {type(tests).__name__})")
     for nodeid, entry in tests.items():
-        _check_entry(path, nodeid, entry)
+        check_entry(path, nodeid, entry)
     errors = data.get("collection_errors")
     _check(path, "record's 'collection_errors'", errors, (dict,))
     for nodeid, error in (errors or {}).items():
