@@ -64,6 +64,7 @@ _HEADER = json.dumps({"schema": STREAM_SCHEMA, "version": 2, "arm": "7.5"})
         {"e": "test", "id": "t.py::a", "outcome": "failed", "when": 7},
         {"e": "test", "id": "t.py::a", "outcome": "failed", "categories": "failed"},
         {"e": "collection_error", "id": "m.py", "signature": [1]},
+        {"e": "start", "id": ["t.py::a"]},
         {"e": "finish", "exitstatus": "x"},
         {"e": "finish", "exitstatus": 0, "counted": {"collected": "3"}},
         {"e": "finish", "exitstatus": 0, "counted": {"collected": 1, "outcomes": [1]}},
