@@ -43,6 +43,8 @@ def _readable(event: Dict[str, Any]) -> bool:
     """Whether an event's fields have the types the record schema gives them; one that breaks them is an
     unreadable line, never carried into a record (``trtcap compare`` reads a bare stream too)."""
     kind = event.get("e")
+    if kind == "start":
+        return isinstance(event.get("id"), str)
     if kind == "test":
         try:
             check_entry("", "", {k: v for k, v in event.items() if k not in ("e", "id")})
