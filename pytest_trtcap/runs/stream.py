@@ -114,5 +114,5 @@ def read_stream(path: Any) -> Dict[str, Any]:
         _apply(out, started, event)
     if out["meta"] is None and not out["tests"] and not out["finished"]:
         raise RecordError(path, "not a trtcap recorder stream (no header line)")
-    out["running"] = [n for n in started if isinstance(n, str)]
+    out["running"] = list(started)
     return out
