@@ -68,3 +68,15 @@ def test_the_table_loads_without_its_node_checks():
             "r.markers(); r.explicit_targets(); r.markdown_table()\n"
             "assert 'trtcap_guards.node_checks' not in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_rules_for_an_op_are_the_rules_for_its_name():
+    """README: "rules_for(target_name) (the rules naming an op)". Given the op itself (as neutralize and
+    parse_target_name take it), it must not silently answer as if no rule named it."""
+    import torch
+
+    for op in (torch.ops.aten.mm.default, torch.ops.aten.linear.default, torch.ops.aten.matmul,
+               torch.ops.aten._cdist_forward.default, torch.ops.aten.relu.default):
+        name = guards.parse_target_name(op)
+        assert guards.rules_for(op) == guards.rules_for(name), name
+    assert "fp32_gemm" in [r.name for r in guards.rules_for(torch.ops.aten.mm.default)]
