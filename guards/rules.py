@@ -150,8 +150,10 @@ def target_name_of(target: Any) -> str:
         return repr(type(target))
 
 
-def rules_for(target_name: str, rules: Sequence[Rule] = RULES) -> Tuple[Rule, ...]:
-    return tuple(r for r in rules if r.applies_to(target_name))
+def rules_for(target_name: Any, rules: Sequence[Rule] = RULES) -> Tuple[Rule, ...]:
+    """The rules naming an op, given as its name or as the op itself (``torch.ops.aten.mm.default``)."""
+    name = target_name_of(target_name)
+    return tuple(r for r in rules if r.applies_to(name))
 
 
 def explicit_targets(rules: Sequence[Rule] = RULES) -> Tuple[str, ...]:
