@@ -77,3 +77,22 @@ def test_torch_tensorrt_imported_through_the_armed_hook_keeps_its_loader_api(pyt
     pytester.makepyfile(test_loader=LOADER_API)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.usefixtures("tt")  # imported already: a hook that slipped through would do nothing
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"capability": (7.9, 5)}, r"^install_import_hook: invalid compute capability \(7\.9, 5\)"),
+        ({"capability": "7.5"}, r"^install_import_hook: invalid compute capability '7\.5'"),
+        ({"after": [5]}, r"^install_import_hook: after must be callables, got 5"),
+    ],
+)
+def test_bad_arguments_are_refused_when_the_hook_is_installed_not_at_the_import(kwargs, message):
+    """A bad capability or callback would otherwise surface only inside ``import torch_tensorrt``, far from the
+    call that gave it (a conftest's import failing with int()'s message)."""
+    import trtcap_guards as guards
+
+    with pytest.raises((TypeError, ValueError), match=message):
+        guards.install_import_hook(**kwargs)
+    assert not any(type(f).__name__ == "_ImportHook" for f in sys.meta_path)
