@@ -71,8 +71,19 @@ def install_import_hook(
     """Run ``answer_device_queries(capability)`` (if ``answer``), then ``after`` callbacks, when torch_tensorrt is
     imported.
 
-    Imports nothing now. Returns False (and does nothing) if torch_tensorrt is already imported.
+    Imports nothing now. Returns False (and does nothing) if torch_tensorrt is already imported. Bad arguments are
+    refused here, not inside that import, far from this call.
     """
+    if capability is not None:  # the parsing module loads only here: a plain pytest run arms the hook too
+        from .capabilities import _pair
+
+        capability = _pair(capability, "install_import_hook")
+    after = list(after or ())
+    for callback in after:
+        if not callable(callback):
+            from .capabilities import shown
+
+            raise TypeError(f"install_import_hook: after must be callables, got {shown(callback)}")
     if "torch_tensorrt" in sys.modules:
         return False
     remove_import_hook()
@@ -80,7 +91,7 @@ def install_import_hook(
         from .gpuless import status
 
         status().detail = "off"
-    sys.meta_path.insert(0, _ImportHook(answer, list(after or ()), capability))
+    sys.meta_path.insert(0, _ImportHook(answer, after, capability))
     return True
 
 
