@@ -34,7 +34,7 @@ def format_targets(targets: Sequence[Capability]) -> str:
     """``7.5,8.9`` for ``((7, 5), (8, 9))``, ``none`` for none: text ``parse_targets`` reads back."""
     if isinstance(targets, (str, bytes)) or not isinstance(targets, Iterable):
         raise ValueError(f"format_targets: expected (major, minor) pairs such as [(7, 5)], got {shown(targets)}")
-    return ",".join(format_capability(_pair(c, "format_targets")) for c in targets) or "none"
+    return ",".join(format_capability(check_pair(c, "format_targets")) for c in targets) or "none"
 
 
 def _parse_one(item: str, name: str, text: str) -> Capability:
@@ -70,7 +70,7 @@ def int_pair(value: Any, maxima: Tuple[Optional[int], Optional[int]] = (None, No
     return (int(value[0]), int(value[1]))
 
 
-def _pair(value: Any, name: str) -> Capability:
+def check_pair(value: Any, name: str) -> Capability:
     """``(7, 5)`` -> (7, 5); the same range the text forms allow (major 0-99, minor 0-9), else a ValueError."""
     pair = int_pair(value, (99, 9))
     if pair is not None:
@@ -134,7 +134,7 @@ def coerce_targets(targets: Any, name: str, *, warn: bool = True) -> Tuple[Capab
             )
         found: list = []
         for t in targets:
-            found.extend(_parse_text(t, name) if isinstance(t, str) else [_pair(t, name)])
+            found.extend(_parse_text(t, name) if isinstance(t, str) else [check_pair(t, name)])
         caps = tuple(dict.fromkeys(found))
     if warn:
         _warn_unsupported(caps, name, stacklevel=3)

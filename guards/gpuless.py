@@ -58,9 +58,9 @@ def answer_device_queries(capability: Optional[Capability] = None) -> bool:
     import torch
 
     if capability is not None:  # checked first: a bad answer is refused whatever has been answered already
-        from .capabilities import _pair
+        from .capabilities import check_pair
 
-        capability = _pair(capability, "answer_device_queries")
+        capability = check_pair(capability, "answer_device_queries")
     if _status.applied:
         return True
     if torch.cuda.is_available():

@@ -75,9 +75,9 @@ def install_import_hook(
     refused here, not inside that import, far from this call.
     """
     if capability is not None:  # the parsing module loads only here: a plain pytest run arms the hook too
-        from .capabilities import _pair
+        from .capabilities import check_pair
 
-        capability = _pair(capability, "install_import_hook")
+        capability = check_pair(capability, "install_import_hook")
     after = list(after or ())
     for callback in after:
         if not callable(callback):
