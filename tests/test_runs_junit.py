@@ -73,3 +73,28 @@ def test_entity_expansion_is_refused(tmp_path):
     path.write_text(laughs)
     with pytest.raises(RecordError, match="XML"):
         load_record(path)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "AssertionError: turing\x1b[2J\n  RESULT: COMPLETE: forged",
+        "ValueError: bell\x07 and nul\x00 and del\x7f",
+        "RuntimeError: lone \ud800 surrogate and \ufffe",
+    ],
+)
+def test_a_message_pytest_escaped_for_xml_has_the_signature_the_recorder_gives(tmp_path, message):
+    """pytest's junitxml writes characters XML cannot hold as ``#x1B``; read back as text, the same failure got
+    another signature than in the record of the same run, and compare listed it as "signature changed"."""
+    from xml.sax.saxutils import quoteattr
+
+    from _pytest.junitxml import bin_xml_escape
+
+    from pytest_trtcap.runs.signatures import signature_from_message
+
+    xml = (f'<testsuite tests="1"><testcase classname="t" name="x"><failure message={quoteattr(bin_xml_escape(message))}'
+           '>tb</failure></testcase></testsuite>')
+    path = tmp_path / "escaped.xml"
+    path.write_text(xml, encoding="utf-8")
+    (entry,) = load_record(path).tests.values()
+    assert entry["signature"] == signature_from_message(message, "Failure")
