@@ -92,8 +92,9 @@ def test_a_message_pytest_escaped_for_xml_has_the_signature_the_recorder_gives(t
 
     from pytest_trtcap.runs.signatures import signature_from_message
 
-    xml = (f'<testsuite tests="1"><testcase classname="t" name="x"><failure message={quoteattr(bin_xml_escape(message))}'
-           '>tb</failure></testcase></testsuite>')
+    failure = f"<failure message={quoteattr(bin_xml_escape(message))}>tb</failure>"
+    xml = f'<testsuite tests="1"><testcase classname="t" name="x">{failure}</testcase></testsuite>'
+
     path = tmp_path / "escaped.xml"
     path.write_text(xml, encoding="utf-8")
     (entry,) = load_record(path).tests.values()

@@ -20,6 +20,26 @@ _STARTS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff",
          (b"", "latin-1"))
 
 
+_ESCAPED = re.compile(r"#x([0-9A-F]{4}|[0-9A-F]{2})")
+
+
+def _unescape(message: Optional[str]) -> Optional[str]:
+    """Undo pytest's ``bin_xml_escape`` (``#x1B`` for a character XML cannot hold), deciding with pytest's own
+    function, so a message read back has the signature the recorder gave the same failure."""
+    if not message or "#x" not in message:
+        return message
+    from _pytest.junitxml import bin_xml_escape
+
+    def back(m: re.Match) -> str:
+        for digits in (m.group(1), m.group(1)[:2]):
+            char = chr(int(digits, 16))
+            if bin_xml_escape(char) == "#x" + digits:
+                return char + m.group(1)[len(digits):]
+        return m.group(0)
+
+    return _ESCAPED.sub(back, message)
+
+
 def looks_like_xml(data: bytes) -> bool:
     """Whether ``data`` starts like an XML document in any encoding XML allows (a BOM, UTF-16, 8-bit)."""
     if data[:2] in (b"<\x00", b"\x00<"):  # UTF-16 without a byte-order mark
@@ -54,7 +74,7 @@ def _local(tag: str) -> str:
 
 def _child_result(child: Any) -> Optional[Tuple[str, str, Optional[str], Optional[str]]]:
     """(status, outcome, signature, reason) of a <failure>/<error>/<skipped> element, None for others."""
-    tag, message = _local(child.tag), child.get("message")
+    tag, message = _local(child.tag), _unescape(child.get("message"))
     if tag == "error":
         m = _PHASE.match(message or "")
         message = m.group(1) if m else message
