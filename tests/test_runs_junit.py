@@ -94,7 +94,6 @@ def test_a_message_pytest_escaped_for_xml_has_the_signature_the_recorder_gives(t
 
     failure = f"<failure message={quoteattr(bin_xml_escape(message))}>tb</failure>"
     xml = f'<testsuite tests="1"><testcase classname="t" name="x">{failure}</testcase></testsuite>'
-
     path = tmp_path / "escaped.xml"
     path.write_text(xml, encoding="utf-8")
     (entry,) = load_record(path).tests.values()
