@@ -105,3 +105,14 @@ def test_a_partitioners_tuple_left_unpacked_is_refused_with_a_hint(targets):
     assert isinstance(result, tuple)
     with pytest.raises(TypeError, match=r"got a tuple: unpack the partitioner's result"):
         assert_servable_placements(result)
+
+
+def test_the_decision_line_keeps_a_declared_origin_on_it(targets):
+    """The origin is the suite's text: its line break must not split the decision line, nor its ESC reach the
+    terminal through pytest's report of the assertion."""
+    targets("7.5", origin="ci\n\x1b[2Jforged")
+    with pytest.raises(AssertionError) as info:
+        assert_servable_placements(mlp_partitioned())
+    last = str(info.value).splitlines()[-1]
+    assert last.startswith("trtcap: targets Turing on TensorRT-RTX = True: ")
+    assert last.endswith("(targets 7.5 from ci\\n\\x1b[2Jforged)")

@@ -105,3 +105,14 @@ def test_a_failure_follows_the_settings_given(targets):
         assert_partition_counts(torch.nn.Linear(2, 2), (0, 1), settings=settings)
     assert "partition counts (0, 0) != expected (0, 1)" in str(info.value)
     assert "  (no partitions)" in str(info.value)
+
+
+def test_the_decision_line_keeps_a_declared_origin_on_it(targets):
+    """The origin is the suite's text: its line break must not split the decision line, nor its ESC reach the
+    terminal through pytest's report of the assertion."""
+    targets("7.5", origin="ci\n\x1b[2Jforged")
+    with pytest.raises(AssertionError) as info:
+        assert_partition_counts(torch.nn.Module(), (1, 1))
+    last = str(info.value).splitlines()[-1]
+    assert last.startswith("trtcap: targets Turing on TensorRT-RTX = True: ")
+    assert last.endswith("(targets 7.5 from ci\\n\\x1b[2Jforged)")

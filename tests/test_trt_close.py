@@ -139,3 +139,14 @@ def test_zeros_against_all_nan_eager_is_no_all_zero_finding():
     with pytest.raises(AssertionError) as excinfo:
         assert_trt_close(torch.zeros(2), torch.full((2,), float("nan")))
     assert "all-zero output" not in str(excinfo.value)
+
+
+def test_the_decision_line_keeps_a_declared_origin_on_it(targets):
+    """The origin is the suite's text: its line break must not split the decision line, nor its ESC reach the
+    terminal through pytest's report of the assertion."""
+    targets("7.5", origin="ci\n\x1b[2Jforged")
+    with pytest.raises(AssertionError) as info:
+        assert_trt_close(torch.zeros(3), torch.ones(3))
+    (line,) = [x for x in str(info.value).splitlines() if x.startswith("trtcap: targets Turing on TensorRT-RTX")]
+    assert line.endswith("(targets 7.5 from ci\\n\\x1b[2Jforged)")
+    assert "\x1b" not in str(info.value)
