@@ -14,6 +14,7 @@ import trtcap_guards as guards
 from trtcap_guards.rules import RULES, Rule, target_name_of
 
 from .partitions import ACC_PREFIX
+from .text import one_line
 
 
 class UnservablePlacement(NamedTuple):
@@ -86,5 +87,5 @@ def assert_servable_placements(module: Any, settings: Any = None) -> None:
         raise AssertionError(
             f"{len(found)} node(s) placed on TensorRT that the declared targets cannot serve:\n"
             f"{describe_placements(found)}\n"
-            f"trtcap: targets Turing on TensorRT-RTX = {decision.targets_turing}: {decision.reason}"
+            f"trtcap: targets Turing on TensorRT-RTX = {decision.targets_turing}: {one_line(decision.reason)}"
         )

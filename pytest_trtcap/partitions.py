@@ -7,6 +7,8 @@ from typing import Any, List, NamedTuple, Optional, Tuple, Union
 import trtcap_guards as guards
 from trtcap_guards.capabilities import int_pair
 
+from .text import one_line
+
 ACC_PREFIX = "_run_on_acc"
 GPU_PREFIX = "_run_on_gpu"
 
@@ -69,5 +71,5 @@ def assert_partition_counts(
         raise AssertionError(
             f"partition counts {tuple(actual)} != expected {tuple(expected)} (acc, gpu)\n"
             f"blocks:\n{describe_partitions(module)}\n"
-            f"trtcap: targets Turing on TensorRT-RTX = {decision.targets_turing}: {decision.reason}"
+            f"trtcap: targets Turing on TensorRT-RTX = {decision.targets_turing}: {one_line(decision.reason)}"
         )

@@ -19,6 +19,7 @@ import trtcap_guards as guards
 from trtcap_guards.rules import RULES
 
 from . import fast_close
+from .text import one_line
 
 ALL_ZERO = "all-zero output where eager is non-zero"
 NAN = "NaN output where eager is not NaN"
@@ -149,7 +150,7 @@ def _tensor_problem(path: str, a: Any, e: Any, torch: Any) -> Optional[Problem]:
 
 def _decision(settings: Any) -> str:
     decision = guards.capability_decision(settings)
-    return f"trtcap: targets Turing on TensorRT-RTX = {decision.targets_turing}: {decision.reason}"
+    return f"trtcap: targets Turing on TensorRT-RTX = {decision.targets_turing}: {one_line(decision.reason)}"
 
 
 def _rules_lines(settings: Any) -> List[str]:
