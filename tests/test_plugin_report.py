@@ -338,3 +338,24 @@ def test_the_plugin_writes_nothing_into_the_project_s_junit_xml(pytester: pytest
     text = xml.read_text()
     assert "<testcase" in text and "<properties" not in text and "trtcap" not in text.replace(
         "trtcap: TensorRT-RTX cannot serve", ""), text
+
+
+def test_every_verbose_header_line_shows_declared_origins_on_it(pytester: pytest.Pytester) -> None:
+    """The backend's and the builder switch's origins are the suite's text too (``-v`` shows them all)."""
+    pytester.makeconftest(
+        "import trtcap_guards as g\n"
+        'g.declare_targets("7.5", origin="T\\n\\x1b[2Jforged")\n'
+        'g.declare_backend("rtx", origin="B\\n\\x1b[2Jforged")\n'
+        'g.enable_builder_targets(True, origin="S\\n\\x1b[2Jforged")\n'
+    )
+    pytester.makepyfile("def test_ok():\n    pass\n")
+    held = guards.state_snapshot()
+    try:
+        result = pytester.runpytest("-v", "-p", "no:randomly")
+    finally:
+        guards.restore_state(held)
+    assert "\x1b" not in result.stdout.str()
+    assert [line for line in result.stdout.lines if line.startswith("[2J")] == []
+    header = "\n".join(line for line in result.stdout.lines if line.startswith("trtcap: "))
+    for origin in ("T", "B", "S"):
+        assert f"{origin}\\n\\x1b[2Jforged" in header
