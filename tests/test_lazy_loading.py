@@ -78,3 +78,53 @@ def test_the_distribution_scan_agrees_with_importlib_metadata() -> None:
         except metadata.PackageNotFoundError:
             continue
     assert installed_versions() == expected
+
+
+RACE = '''
+import importlib.abc, importlib.machinery, sys, threading
+import trtcap_guards
+
+started, go = threading.Event(), threading.Event()
+
+class Held(importlib.abc.Loader):
+    """trtcap_guards.targets, its execution held half-way until ``go``: a first import still running."""
+    def __init__(self, inner): self.inner = inner
+    def create_module(self, spec): return self.inner.create_module(spec)
+    def exec_module(self, module):
+        started.set(); go.wait()
+        self.inner.exec_module(module)
+
+class Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name != "trtcap_guards.targets":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        spec.loader = Held(spec.loader)
+        return spec
+
+sys.meta_path.insert(0, Finder())
+first = threading.Thread(target=lambda: importlib.import_module("trtcap_guards.targets"))
+first.start(); started.wait()
+seen = []
+second = threading.Thread(target=lambda: seen.append(repr(getattr(trtcap_guards, "declare_targets", None))))
+second.start()
+while second.is_alive():  # blocked on the import lock (fixed), or already done with what it found (the race)
+    frames = sys._current_frames().get(second.ident)
+    names = []
+    while frames is not None:
+        names.append(frames.f_code.co_name); frames = frames.f_back
+    if "_find_and_load" in names or "acquire" in names:
+        break
+    threading.Event().wait(0.001)
+go.set(); first.join(); second.join()
+print(seen[0] if seen else "NOTHING")
+'''
+
+
+def test_an_export_read_while_another_thread_first_imports_its_module_waits_for_it() -> None:
+    """Two threads, one first importing ``trtcap_guards.targets``: the other's ``trtcap_guards.declare_targets``
+    took the half-initialised module from ``sys.modules`` and failed with an AttributeError ("partially
+    initialized module"), instead of waiting for the import as ``import`` does."""
+    proc = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().startswith("<function declare_targets"), proc.stdout + proc.stderr[-2000:]
