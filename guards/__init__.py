@@ -62,7 +62,10 @@ def __getattr__(name: str) -> Any:
     run drops the submodules it loaded, and a kept copy would answer from state nobody declares into any more."""
     if name in _EXPORTS:
         module, _, attribute = _EXPORTS[name].partition(".")
-        loaded = sys.modules.get(f"{__name__}.{module}") or importlib.import_module(f".{module}", __name__)
+        loaded = sys.modules.get(f"{__name__}.{module}")
+        if loaded is None or getattr(loaded.__spec__, "_initializing", False):
+            # another thread may be importing it now: import_module waits for that import to finish
+            loaded = importlib.import_module(f".{module}", __name__)
         return getattr(loaded, attribute or name)
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)  # the import binds it here, as any submodule import
