@@ -259,3 +259,13 @@ def test_format_targets_refuses_what_is_no_list_of_capabilities(targets):
     or nested values are a ValueError naming it, never written as "7.0.5.0", "True.False" or "-1.5"."""
     with pytest.raises(ValueError, match=r"^format_targets: "):
         format_targets(targets)
+
+
+@pytest.mark.parametrize("empty", [[], (), set(), iter(())])
+def test_an_empty_list_of_targets_is_refused_like_an_empty_text(empty):
+    """``parse_targets("")`` is an error; ``declare_targets([])`` declared "no targets", which outranks
+    ``TRTCAP_TARGET_SM`` and the host GPU and so silently switched every guard off (e.g. a CI matrix left empty)."""
+    before = guards.state_snapshot()
+    with pytest.raises(ValueError, match=r"^declare_targets: no compute capability"):
+        guards.declare_targets(empty, origin="declare_targets")
+    assert guards.state_snapshot() == before
