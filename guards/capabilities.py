@@ -136,6 +136,8 @@ def coerce_targets(targets: Any, name: str, *, warn: bool = True) -> Tuple[Capab
         for t in targets:
             found.extend(_parse_text(t, name) if isinstance(t, str) else [check_pair(t, name)])
         caps = tuple(dict.fromkeys(found))
+        if not caps:  # as the empty text: declaring nothing would outrank the environment and the host
+            raise ValueError(f"{name}: no compute capability in {shown(targets)}; None clears a declaration")
     if warn:
         _warn_unsupported(caps, name, stacklevel=3)
     return caps
