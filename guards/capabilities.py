@@ -137,7 +137,7 @@ def coerce_targets(targets: Any, name: str, *, warn: bool = True) -> Tuple[Capab
             found.extend(_parse_text(t, name) if isinstance(t, str) else [check_pair(t, name)])
         caps = tuple(dict.fromkeys(found))
         if not caps:  # as the empty text: declaring nothing would outrank the environment and the host
-            raise ValueError(f"{name}: no compute capability in {shown(targets)}; None clears a declaration")
+            raise ValueError(f"{name}: no compute capability in {shown(targets)} (give at least one, or None for none)")
     if warn:
         _warn_unsupported(caps, name, stacklevel=3)
     return caps
