@@ -69,7 +69,6 @@ def test_a_cleared_declaration_equals_any_other_cleared_one() -> None:
         ("targets", "7.5"),  # text where pairs belong: every validator would raise TypeError on it
         ("targets", ((7, 5, 1),)),  # shown as "7.5" yet never equal to Turing
         ("targets", [(7, 5)]),
-        ("targets_origin", None),
         ("backend", "banana"),
         ("builder_switch", None),
         ("neutralized", (("aten.mm.default", 0),)),
@@ -97,3 +96,20 @@ def test_something_that_is_no_snapshot_is_a_type_error_naming_it(snapshot) -> No
     with pytest.raises(TypeError, match=r"restore_state: expected a GuardsState"):
         guards.restore_state(snapshot)
     assert guards.state_snapshot() == before
+
+
+def test_every_snapshot_the_public_api_can_make_is_restored() -> None:
+    """The check of a snapshot must not refuse what ``state_snapshot`` itself took: origins are shown as given
+    (any value), and declaring and neutralizing leave only states the guards can be in."""
+    before = guards.state_snapshot()
+    try:
+        guards.declare_targets("7.5,8.9", origin=None)
+        guards.declare_backend("standard", origin=5)
+        guards.enable_builder_targets(False, origin=b"bytes")
+        with guards.neutralize("aten.mm.default"), guards.neutralize("aten.mm.default"):
+            odd = guards.state_snapshot()
+        guards.restore_state(before)
+        guards.restore_state(odd)
+        assert guards.state_snapshot() == odd
+    finally:
+        guards.restore_state(before)
