@@ -49,9 +49,7 @@ def _problem(s: GuardsState) -> Optional[str]:
     """What makes ``s`` no state the guards could be in (the field named first), or None."""
     if s.targets is not None and not (isinstance(s.targets, tuple) and all(int_pair(c, (99, 9)) for c in s.targets)):
         return "targets must be None or a tuple of (major, minor) pairs"
-    if not (isinstance(s.targets_origin, str) and isinstance(s.backend_origin, str)):
-        return "targets_origin and backend_origin must be strings"
-    if s.backend is not None and s.backend not in BACKENDS:
+    if s.backend is not None and not (isinstance(s.backend, str) and s.backend in BACKENDS):
         return f"backend must be None or one of {', '.join(BACKENDS)}"
     if not isinstance(s.builder_switch, builder.BuilderSwitch):
         return "builder_switch must be a BuilderSwitch"
