@@ -52,7 +52,7 @@ _EXPORTS: Dict[str, str] = {
 }
 _SUBMODULES = ("builder", "capabilities", "distributions", "environment", "first_use", "gpuless", "import_hook",
                "live_registry",
-               "node_checks", "registry", "review", "review_2_14", "rules", "state", "targets", "validators")
+               "node_checks", "registry", "review", "review_2_14", "rules", "state", "targets", "undo", "validators")
 
 __all__ = sorted(_EXPORTS)
 

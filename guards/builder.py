@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import Any, List, NamedTuple, Optional, Tuple
 
 from . import first_use
 from .targets import RTX_SUPPORTED, Capability, CapabilityDecision, capability_decision, format_targets
+from .undo import UndoHandle
 
 INTERPRETER_MODULE = "torch_tensorrt.dynamo.conversion._TRTInterpreter"
 POPULATE = "_populate_trt_builder_config"
@@ -96,22 +97,15 @@ DEFAULT_SWITCH = BuilderSwitch(True, "default")
 _switch = DEFAULT_SWITCH
 
 
-class _SwitchUndo:
-    """Undo handle of :func:`enable_builder_targets`; also a context manager."""
+class _SwitchUndo(UndoHandle):
+    """Undo handle of :func:`enable_builder_targets`; also a context manager, and undone in any order."""
 
-    def __init__(self, previous: BuilderSwitch) -> None:
-        self._previous: Optional[BuilderSwitch] = previous
-
-    def undo(self) -> None:
+    def _put_back(self, before: BuilderSwitch) -> None:
         global _switch
-        if self._previous is not None:
-            _switch, self._previous = self._previous, None
+        _switch = before
 
-    def __enter__(self) -> _SwitchUndo:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.undo()
+_live_switches: List[UndoHandle] = []  # live undo handles of the switch (``undo``)
 
 
 def enable_builder_targets(on: bool, *, origin: str = "declared") -> _SwitchUndo:
@@ -121,7 +115,7 @@ def enable_builder_targets(on: bool, *, origin: str = "declared") -> _SwitchUndo
         raise ValueError(f"enable_builder_targets: expected True or False, got {on!r}")
     first_use.changing()
     previous, _switch = _switch, BuilderSwitch(on, origin)
-    return _SwitchUndo(previous)
+    return _SwitchUndo(_live_switches, previous)
 
 
 def builder_targets_enabled() -> BuilderSwitch:

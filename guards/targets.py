@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Tuple, Union
+from typing import Any, Iterable, List, Optional, Tuple, Union
 
 from . import first_use
 from .capabilities import (  # noqa: F401  (re-exported: trtcap_guards.targets.parse_targets and the rest)
@@ -27,6 +27,7 @@ from .capabilities import (  # noqa: F401  (re-exported: trtcap_guards.targets.p
     unsupported_message,
 )
 from .environment import ENV_BACKEND, ENV_TARGETS
+from .undo import UndoHandle
 
 # --- process-wide declarations ---------------------------------------------------------------
 
@@ -47,27 +48,23 @@ class _Declared:
 _declared = _Declared()
 
 
-class Declaration:
-    """Undo handle returned by :func:`declare_targets` / :func:`declare_backend`; also a context manager."""
+class Declaration(UndoHandle):
+    """Undo handle returned by :func:`declare_targets` / :func:`declare_backend`; also a context manager, and
+    undone in any order (see ``undo``)."""
 
-    def __init__(self, previous: Tuple[Any, ...], fields: Tuple[str, ...]) -> None:
-        self._previous = previous
+    def __init__(self, live: List[UndoHandle], before: Tuple[Any, ...], fields: Tuple[str, ...]) -> None:
         self._fields = fields
-        self._undone = False
+        super().__init__(live, before)
 
-    def undo(self) -> None:
-        if self._undone:
-            return
-        self._undone = True
-        for field, value in zip(self._fields, self._previous):
+    def _put_back(self, before: Tuple[Any, ...]) -> None:
+        for field, value in zip(self._fields, before):
             setattr(_declared, field, value)
         _declared.version += 1
 
-    def __enter__(self) -> Declaration:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.undo()
+#: Live undo handles of each kind of declaration (``undo``).
+_live_targets: List[UndoHandle] = []
+_live_backend: List[UndoHandle] = []
 
 
 def declare_targets(
@@ -83,7 +80,7 @@ def declare_targets(
     caps = None if targets is None else coerce_targets(targets, origin, warn=warn)
     _declared.targets, _declared.targets_origin = caps, origin
     _declared.version += 1
-    return Declaration(previous, ("targets", "targets_origin"))
+    return Declaration(_live_targets, previous, ("targets", "targets_origin"))
 
 
 def clear_declared_targets() -> None:
@@ -97,7 +94,7 @@ def declare_backend(backend: Optional[str], *, origin: str = "declared") -> Decl
     value = None if backend is None else parse_backend(backend, origin)
     _declared.backend, _declared.backend_origin = value, origin
     _declared.version += 1
-    return Declaration(previous, ("backend", "backend_origin"))
+    return Declaration(_live_backend, previous, ("backend", "backend_origin"))
 
 
 # --- backend and host detection -----------------------------------------------------------------

@@ -240,6 +240,16 @@ def test_switch_handle_undoes_once_and_nests(targets, guarded, interpreter):
     assert guards.builder_targets_enabled() == (True, "default")
 
 
+def test_switch_handles_undone_out_of_order_leave_the_newer_switch_then_the_default():
+    before = guards.builder_targets_enabled()
+    off = guards.enable_builder_targets(False, origin="outer")
+    on = guards.enable_builder_targets(True, origin="inner")
+    off.undo()  # the newer switch stays in effect
+    assert guards.builder_targets_enabled() == (True, "inner")
+    on.undo()  # and its undo puts back what was in effect before both
+    assert guards.builder_targets_enabled() == before
+
+
 def test_switch_rejects_a_non_boolean():
     with pytest.raises(ValueError, match=r"enable_builder_targets.*'yes'"):
         guards.enable_builder_targets("yes")  # type: ignore[arg-type]

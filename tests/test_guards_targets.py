@@ -324,11 +324,6 @@ def test_import_guards_does_not_import_torch(tmp_path):
 
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="undo handles restore the value seen when they were made; undone out of order, the last one brings back "
-    "a declaration that was already undone. A fix needs a stack of live declarations, left for now",
-)
 def test_undoing_every_declaration_in_any_order_leaves_none_declared():
     before = guards.state_snapshot()
     try:
@@ -338,5 +333,25 @@ def test_undoing_every_declaration_in_any_order_leaves_none_declared():
             first.undo()
             second.undo()
             assert guards.state_snapshot().targets is None
+    finally:
+        guards.restore_state(before)
+
+
+def test_an_older_declaration_undone_first_leaves_the_newer_in_effect_then_both_are_gone():
+    before = guards.state_snapshot()
+    try:
+        with guards.declare_targets(None), guards.declare_backend(None):
+            first = guards.declare_targets("7.5", origin="first")
+            backend = guards.declare_backend("standard", origin="fixture")
+            second = guards.declare_targets("8.9", origin="second")
+            first.undo()
+            assert (guards.state_snapshot().targets, guards.capability_decision().origin) == (((8, 9),), "second")
+            backend.undo()
+            assert guards.capability_decision(probe_host=False).backend_origin != "fixture"
+            second.undo()
+            second.undo()  # a second undo does nothing
+            first.undo()
+            assert guards.state_snapshot().targets is None
+        assert guards.state_snapshot() == before
     finally:
         guards.restore_state(before)

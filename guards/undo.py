@@ -1,0 +1,42 @@
+"""Undo handles that can be undone in any order: the declarations and the builder switch return them.
+
+A handle puts back what was in effect before its change. Handles are often undone out of order (a fixture's
+teardown after a test's own ``with`` block, two fixtures of different scopes), and a handle that simply put back
+the value it saw would then bring back a change that was already undone. So each kind of change keeps its live
+handles, oldest first: undoing the newest puts its "before" back; undoing an older one changes nothing now and
+hands its "before" to the handle above it, which puts that back in its turn.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+
+class UndoHandle:
+    """One change's undo handle; also a context manager. Subclasses say how to put a value back."""
+
+    def __init__(self, live: List[UndoHandle], before: Any) -> None:
+        self._live = live  # the live handles of this kind of change, oldest first
+        self._before = before
+        live.append(self)
+
+    def _put_back(self, before: Any) -> None:
+        raise NotImplementedError
+
+    def undo(self) -> None:
+        """Undo the change (once; later calls do nothing)."""
+        live = self._live
+        at = next((i for i, handle in enumerate(live) if handle is self), None)
+        if at is None:
+            return
+        del live[at]
+        if at < len(live):  # a later change is in effect: it puts back our "before" when it is undone
+            live[at]._before = self._before
+        else:
+            self._put_back(self._before)
+
+    def __enter__(self) -> UndoHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.undo()
