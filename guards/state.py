@@ -8,12 +8,13 @@ isolation and this project's tests both use it), so nobody reaches for the priva
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, List, Optional, Tuple
 
 from . import builder, first_use, registry, targets
 from .capabilities import int_pair
 from .environment import BACKENDS
+from .undo import UndoHandle
 
 
 @dataclass(frozen=True)
@@ -27,11 +28,15 @@ class GuardsState:
     builder_switch: Any  # builder.BuilderSwitch
     neutralized: Tuple[Tuple[str, int], ...]
     fired: Optional[Tuple[Tuple[Tuple[str, str], int], ...]]  # None: not taken, and not restored
+    #: The live undo handles of the targets, the backend and the builder switch (``undo``), put back with the rest
+    #: so that an older handle undone later (a fixture's teardown) still puts back what it found. Not compared:
+    #: equal values are equal states. None: left as they are.
+    live: Optional[Tuple[Tuple[UndoHandle, ...], ...]] = field(default=None, compare=False, repr=False)
 
 
 def initial_state() -> GuardsState:
     """The state the guards start in: nothing declared or neutralized, the builder switch at its default."""
-    return GuardsState(None, "", None, "", builder.DEFAULT_SWITCH, (), None)
+    return GuardsState(None, "", None, "", builder.DEFAULT_SWITCH, (), None, ((), (), ()))
 
 
 def state_snapshot(*, fired: bool = True) -> GuardsState:
@@ -42,7 +47,12 @@ def state_snapshot(*, fired: bool = True) -> GuardsState:
         d.backend, d.backend_origin if d.backend is not None else "", builder._switch,
         tuple(sorted(registry._neutralized.items())),
         tuple(sorted(registry._fired.items())) if fired else None,
+        tuple(tuple(live) for live in _live_lists()),
     )
+
+
+def _live_lists() -> Tuple[List[UndoHandle], ...]:
+    return targets._live_targets, targets._live_backend, builder._live_switches
 
 
 def _problem(s: GuardsState) -> Optional[str]:
@@ -57,6 +67,9 @@ def _problem(s: GuardsState) -> Optional[str]:
         return "neutralized must be a tuple of (target name, count >= 1) pairs"
     if s.fired is not None and not _counts(s.fired, tuple, 0):
         return "fired must be None or a tuple of ((rule, target), count >= 0) pairs"
+    if s.live is not None and not (isinstance(s.live, tuple) and len(s.live) == 3 and all(
+            isinstance(live, tuple) and all(isinstance(h, UndoHandle) for h in live) for live in s.live)):
+        return "live must be None or three tuples of undo handles"
     return None
 
 
@@ -89,6 +102,9 @@ def restore_state(snapshot: GuardsState) -> None:
     if snapshot.fired is not None:
         registry._fired.clear()
         registry._fired.update(dict(snapshot.fired))
+    if snapshot.live is not None:
+        for live, handles in zip(_live_lists(), snapshot.live):
+            live[:] = handles
 
 
 def _declared_text(value: Any, origin: str) -> str:

@@ -178,7 +178,7 @@ def _guards_changed(snap: Any) -> bool:
 
 
 def _fields(snap: Any) -> tuple:
-    return tuple(getattr(snap, field.name) for field in dataclasses.fields(snap))
+    return tuple(getattr(snap, field.name) for field in dataclasses.fields(snap) if field.compare)
 
 
 def _guards_restore(snap: Any) -> None:

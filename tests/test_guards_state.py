@@ -113,3 +113,18 @@ def test_every_snapshot_the_public_api_can_make_is_restored() -> None:
         assert guards.state_snapshot() == odd
     finally:
         guards.restore_state(before)
+
+
+def test_restoring_a_snapshot_puts_back_the_live_undo_handles_too():
+    """What the plugin does after a test that declared and never undid: the state goes back to the snapshot, and
+    so do the live handles, so an older handle's undo (a fixture's teardown) still puts back what it found."""
+    before = guards.state_snapshot()
+    try:
+        outer = guards.declare_targets("8.9", origin="outer")
+        held = guards.state_snapshot()
+        guards.declare_targets("7.5", origin="leaked")  # never undone
+        guards.restore_state(held)
+        outer.undo()
+        assert guards.state_snapshot() == before
+    finally:
+        guards.restore_state(before)

@@ -477,3 +477,34 @@ def test_a_leaked_name_with_a_line_break_or_terminal_escape_stays_on_its_leak_li
     assert not [line for line in result.stdout.lines if line.startswith("trtcap: forged")]
     result.stdout.fnmatch_lines([r"  test_odd.py::test_registers_an_oddly_named_pass -> added lowering pass "
                                  r"odd\ntrtcap: forged line \x1b[[]31mred at index *"])
+
+
+WIDE_FIXTURE_UNDO = {
+    "test_a.py": """
+import pytest
+import trtcap_guards as guards
+
+@pytest.fixture(scope="module")
+def declared():
+    with guards.declare_targets("8.9", origin="module fixture"):
+        yield
+
+def test_leaks(declared):
+    guards.declare_targets("7.5", origin="leaky test")  # never undone: the plugin restores it
+""",
+    "test_b.py": """
+import trtcap_guards as guards
+
+def test_after():
+    assert guards.capability_decision(probe_host=False).origin != "module fixture"
+""",
+}
+
+
+def test_a_wide_fixture_s_undo_still_works_after_a_test_leaked_a_newer_declaration(pytester: pytest.Pytester) -> None:
+    """The plugin puts the guards back after the leaking test, and the module fixture's undo in its teardown then
+    puts back what it found: the next module does not inherit the fixture's declaration."""
+    pytester.makepyfile(**WIDE_FIXTURE_UNDO)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*test_a.py::test_leaks*declared targets 7.5 (from leaky test)*"])

@@ -83,7 +83,7 @@ def test_the_report_header_and_a_fixture_read_the_guards_without_waking_it(pytes
 #: What the report header of a plain run (``pytest``, no ``-q``) may load beyond the plugin's import: the header
 #: itself, the predicate that decides its line, and the look at whether Torch-TensorRT's registry is loaded.
 HEADER = ("pytest_trtcap.report_lines", "trtcap_guards.targets", "trtcap_guards.capabilities",
-          "trtcap_guards.distributions", "trtcap_guards.live_registry")
+          "trtcap_guards.distributions", "trtcap_guards.live_registry", "trtcap_guards.undo")
 
 
 def test_a_plain_run_of_an_unrelated_suite_loads_only_the_header_beyond_the_import(pytester: pytest.Pytester) -> None:
