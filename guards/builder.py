@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any, List, NamedTuple, Optional, Tuple
+from typing import Any, NamedTuple, Optional, Tuple
 
 from . import first_use
 from .targets import RTX_SUPPORTED, Capability, CapabilityDecision, capability_decision, format_targets
-from .undo import UndoHandle
+from .undo import LiveHandles, UndoHandle
 
 INTERPRETER_MODULE = "torch_tensorrt.dynamo.conversion._TRTInterpreter"
 POPULATE = "_populate_trt_builder_config"
@@ -105,7 +105,7 @@ class _SwitchUndo(UndoHandle):
         _switch = before
 
 
-_live_switches: List[UndoHandle] = []  # live undo handles of the switch (``undo``)
+_live_switches = LiveHandles()  # live undo handles of the switch (``undo``)
 
 
 def enable_builder_targets(on: bool, *, origin: str = "declared") -> _SwitchUndo:

@@ -14,7 +14,7 @@ from typing import Any, List, Optional, Tuple
 from . import builder, first_use, registry, targets
 from .capabilities import int_pair
 from .environment import BACKENDS
-from .undo import UndoHandle
+from .undo import LiveHandles, UndoHandle
 
 
 @dataclass(frozen=True)
@@ -47,11 +47,11 @@ def state_snapshot(*, fired: bool = True) -> GuardsState:
         d.backend, d.backend_origin if d.backend is not None else "", builder._switch,
         tuple(sorted(registry._neutralized.items())),
         tuple(sorted(registry._fired.items())) if fired else None,
-        tuple(tuple(live) for live in _live_lists()),
+        (targets._live_targets.handles, targets._live_backend.handles, builder._live_switches.handles),
     )
 
 
-def _live_lists() -> Tuple[List[UndoHandle], ...]:
+def _live_handles() -> Tuple[LiveHandles, ...]:
     return targets._live_targets, targets._live_backend, builder._live_switches
 
 
@@ -103,8 +103,8 @@ def restore_state(snapshot: GuardsState) -> None:
         registry._fired.clear()
         registry._fired.update(dict(snapshot.fired))
     if snapshot.live is not None:
-        for live, handles in zip(_live_lists(), snapshot.live):
-            live[:] = handles
+        for live, handles in zip(_live_handles(), snapshot.live):
+            live.handles = handles
 
 
 def _declared_text(value: Any, origin: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Iterable, List, Optional, Tuple, Union
+from typing import Any, Iterable, Optional, Tuple, Union
 
 from . import first_use
 from .capabilities import (  # noqa: F401  (re-exported: trtcap_guards.targets.parse_targets and the rest)
@@ -27,7 +27,7 @@ from .capabilities import (  # noqa: F401  (re-exported: trtcap_guards.targets.p
     unsupported_message,
 )
 from .environment import ENV_BACKEND, ENV_TARGETS
-from .undo import UndoHandle
+from .undo import LiveHandles, UndoHandle
 
 # --- process-wide declarations ---------------------------------------------------------------
 
@@ -52,7 +52,7 @@ class Declaration(UndoHandle):
     """Undo handle returned by :func:`declare_targets` / :func:`declare_backend`; also a context manager, and
     undone in any order (see ``undo``)."""
 
-    def __init__(self, live: List[UndoHandle], before: Tuple[Any, ...], fields: Tuple[str, ...]) -> None:
+    def __init__(self, live: LiveHandles, before: Tuple[Any, ...], fields: Tuple[str, ...]) -> None:
         self._fields = fields
         super().__init__(live, before)
 
@@ -63,8 +63,8 @@ class Declaration(UndoHandle):
 
 
 #: Live undo handles of each kind of declaration (``undo``).
-_live_targets: List[UndoHandle] = []
-_live_backend: List[UndoHandle] = []
+_live_targets = LiveHandles()
+_live_backend = LiveHandles()
 
 
 def declare_targets(

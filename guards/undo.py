@@ -9,29 +9,40 @@ hands its "before" to the handle above it, which puts that back in its turn.
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, Tuple
+
+
+class LiveHandles:
+    """The live undo handles of one kind of change, oldest first. A tuple replaced at every change, never changed in
+    place: a snapshot of the guards' state takes it as it is, at the cost of one attribute read."""
+
+    __slots__ = ("handles",)
+
+    def __init__(self) -> None:
+        self.handles: Tuple[UndoHandle, ...] = ()
 
 
 class UndoHandle:
     """One change's undo handle; also a context manager. Subclasses say how to put a value back."""
 
-    def __init__(self, live: List[UndoHandle], before: Any) -> None:
-        self._live = live  # the live handles of this kind of change, oldest first
+    def __init__(self, live: LiveHandles, before: Any) -> None:
+        self._live = live
         self._before = before
-        live.append(self)
+        live.handles += (self,)
 
     def _put_back(self, before: Any) -> None:
         raise NotImplementedError
 
     def undo(self) -> None:
         """Undo the change (once; later calls do nothing)."""
-        live = self._live
-        at = next((i for i, handle in enumerate(live) if handle is self), None)
+        handles = self._live.handles
+        at = next((i for i, handle in enumerate(handles) if handle is self), None)
         if at is None:
             return
-        del live[at]
-        if at < len(live):  # a later change is in effect: it puts back our "before" when it is undone
-            live[at]._before = self._before
+        rest = handles[:at] + handles[at + 1:]
+        self._live.handles = rest
+        if at < len(rest):  # a later change is in effect: it puts back our "before" when it is undone
+            rest[at]._before = self._before
         else:
             self._put_back(self._before)
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, List
+from typing import Any
 
 import pytest
 
-from trtcap_guards.undo import UndoHandle
+from trtcap_guards.undo import LiveHandles, UndoHandle
 
 
 class _Cell:
@@ -15,7 +15,7 @@ class _Cell:
 
     def __init__(self, value: Any) -> None:
         self.value = value
-        self.live: List[UndoHandle] = []
+        self.live = LiveHandles()
 
     def change(self, value: Any) -> UndoHandle:
         cell = self
@@ -39,7 +39,7 @@ def test_any_order_of_undoing_leaves_the_value_of_the_changes_still_live(order: 
         undone.add(index)
         live = [name for i, name in enumerate("abc") if i not in undone]
         assert cell.value == (live[-1] if live else "base"), (order, undone)
-    assert cell.live == []
+    assert cell.live.handles == ()
 
 
 def test_undo_twice_and_the_context_manager_undo_once() -> None:
