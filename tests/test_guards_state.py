@@ -74,6 +74,8 @@ def test_a_cleared_declaration_equals_any_other_cleared_one() -> None:
         ("neutralized", (("aten.mm.default", 0),)),
         ("neutralized", 5),
         ("fired", ((("fp32_gemm", "aten.mm.default"), -1),)),
+        ("live", ("x",)),  # the live undo handles: three tuples of handles
+        ("live", ((), (), ("not a handle",))),
     ],
 )
 def test_a_malformed_snapshot_is_refused_naming_the_field_and_changes_nothing(field, value) -> None:
