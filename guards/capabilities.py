@@ -22,12 +22,14 @@ class UnsupportedTargetWarning(UserWarning):
     """A declared capability that TensorRT-RTX does not build engines for."""
 
 
-def shown(value: Any) -> str:
-    """``repr(value)`` for an error message; a value whose repr raises must not replace the error with its own."""
+def shown(value: Any, limit: int = 200) -> str:
+    """``repr(value)`` for an error message, cut to ``limit`` characters (a variable or a hook's value can hold
+    anything); a value whose repr raises must not replace the error with its own."""
     try:
-        return repr(value)
+        text = repr(value)
     except Exception:
         return f"<unprintable {type(value).__name__}>"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def format_targets(targets: Sequence[Capability]) -> str:
@@ -43,7 +45,7 @@ def _parse_one(item: str, name: str, text: str) -> Capability:
         m = _COMPACT.match(item)
     if m is None:
         raise ValueError(
-            f"{name}: invalid compute capability {item!r} in {shown(text)}; "
+            f"{name}: invalid compute capability {shown(item)} in {shown(text)}; "
             "expected forms like 7.5, 75, sm_75 or SM75, comma-separated"
         )
     return (int(m.group(1)), int(m.group(2)))

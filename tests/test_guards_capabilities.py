@@ -269,3 +269,12 @@ def test_an_empty_list_of_targets_is_refused_like_an_empty_text(empty):
     with pytest.raises(ValueError, match=r"^declare_targets: no compute capability"):
         guards.declare_targets(empty, origin="declare_targets")
     assert guards.state_snapshot() == before
+
+
+@pytest.mark.parametrize("value", ["7" * 5000, "7.5," + "x" * 5000, ["7.5", "y" * 5000]])
+def test_a_huge_bad_value_is_named_in_a_bounded_message(value):
+    """The value is quoted so the user can find it, not printed whole (a CI variable can hold anything)."""
+    with pytest.raises(ValueError, match="TRTCAP_TARGET_SM") as raised:
+        guards.parse_targets(value, "TRTCAP_TARGET_SM") if isinstance(value, str) else guards.declare_targets(
+            value, origin="TRTCAP_TARGET_SM")
+    assert len(str(raised.value)) < 600, len(str(raised.value))

@@ -269,3 +269,32 @@ def test_with_guards_off_nothing_is_kept_off_tensorrt(suite: pytest.Pytester) ->
         "*AssertionError: partition counts (1, 0) != expected (1, 2) (acc, gpu)",
     ])
     assert not guards.is_installed()
+
+
+WIDE_SCOPE = """
+import pytest
+import trtcap_guards
+
+@pytest.fixture(scope="module")
+def asks_the_fixture(trt_capability):
+    return trt_capability
+
+@pytest.fixture(scope="module")
+def asks_the_guards():
+    return trtcap_guards.capability_decision()
+
+def test_through_the_fixture(asks_the_fixture):
+    pass
+
+def test_through_the_guards(asks_the_guards):
+    assert asks_the_guards.targets == ((8, 9),) and asks_the_guards.origin == "--trt-target-sm"
+"""
+
+
+def test_a_wider_fixture_asks_the_guards_not_the_function_scoped_fixtures(pytester: pytest.Pytester) -> None:
+    """What the README says of the fixtures' scope: requesting them from a module fixture is pytest's
+    ScopeMismatch, and calling the predicate there gives the session's decision."""
+    pytester.makepyfile(test_wide=WIDE_SCOPE)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "--trt-target-sm", "8.9")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*ScopeMismatch*trt_capability*"])
