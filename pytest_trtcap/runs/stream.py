@@ -7,7 +7,7 @@ from typing import Any, Dict
 
 from .inputs import RecordError, read_bytes
 from .record import STREAM_SCHEMA
-from .validate import check_entry
+from .validate import check_entry, of_type
 
 
 def empty_stream(problem: str = "") -> Dict[str, Any]:
@@ -23,8 +23,8 @@ def empty_stream(problem: str = "") -> Dict[str, Any]:
 
 
 def _is(value: Any, kind: type) -> bool:
-    """``value`` is null or of ``kind`` (a bool is no count)."""
-    return value is None or (isinstance(value, kind) and not (kind is int and isinstance(value, bool)))
+    """``value`` is null or of ``kind``, as the record's check reads types (a bool is no count)."""
+    return value is None or of_type(value, (kind,))
 
 
 def _counted_ok(counted: Any) -> bool:

@@ -32,14 +32,15 @@ ENTRY_FIELDS: Dict[str, Tuple[type, ...]] = {
 }
 
 
-def _is(value: Any, types: Tuple[type, ...]) -> bool:
+def of_type(value: Any, types: Tuple[type, ...]) -> bool:
+    """Whether ``value`` is of one of ``types``; a bool only where bool is named (JSON's true is no count)."""
     if isinstance(value, bool):
         return bool in types
     return isinstance(value, types)
 
 
 def _check(path: Any, where: str, value: Any, types: Tuple[type, ...]) -> None:
-    if value is not None and not _is(value, types):
+    if value is not None and not of_type(value, types):
         wanted = " or ".join(_TYPE_NAMES[t] for t in types)
         raise RecordError(path, f"{where} must be {wanted} or null (got {type(value).__name__})")
 
@@ -57,7 +58,7 @@ def _check_header(path: Any, data: Dict[str, Any]) -> None:
             raise RecordError(path, f"not a trtcap record (no \"schema\": \"{SCHEMA}\"; top-level keys: {keys})")
         raise RecordError(path, f"not a trtcap record (schema is {str(schema)[:60]!r}, expected {SCHEMA!r})")
     version = data.get("version")
-    if not _is(version, _INT) or version < 1:
+    if not of_type(version, _INT) or version < 1:
         raise RecordError(path, f"record has no valid \"version\" (got {repr(version)[:40]})")
     if version > VERSION:
         raise RecordError(
