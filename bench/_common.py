@@ -11,12 +11,13 @@ import datetime
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -183,6 +184,35 @@ def clean_env(**extra: str) -> Dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH", "")) if p)
     env.update(extra)
     return env
+
+
+class LoadEnvs(NamedTuple):
+    cached: Dict[str, str]
+    uncached: Dict[str, str]
+    source: str  # the source-only copy the uncached side loads
+
+
+def load_envs(workdir: str, **extra: str) -> LoadEnvs:
+    """Cached and uncached environments for measuring the plugin's load: Python's default bytecode caching, and
+    ``PYTHONDONTWRITEBYTECODE=1`` with a copy of both packages without any ``__pycache__`` (made under
+    ``workdir``) first on the path, so every process compiles their source. This machine sets the variable."""
+    source = os.path.join(workdir, "source")
+    for package, folder in (("trtcap_guards", "guards"), ("pytest_trtcap", "pytest_trtcap")):
+        shutil.copytree(os.path.join(REPO, folder), os.path.join(source, package),
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    cached = clean_env(**extra)
+    cached.pop("PYTHONDONTWRITEBYTECODE", None)
+    uncached = clean_env(PYTHONDONTWRITEBYTECODE="1", **extra)
+    uncached["PYTHONPATH"] = os.pathsep.join((source, uncached["PYTHONPATH"]))
+    return LoadEnvs(cached, uncached, source)
+
+
+def write_one_test(workdir: str) -> None:
+    """A one-test file and an empty ``pytest.ini`` (rootdir there: no outer ini steers either side)."""
+    with open(os.path.join(workdir, "test_one.py"), "w", encoding="utf-8") as f:
+        f.write("def test_one():\n    pass\n")
+    with open(os.path.join(workdir, "pytest.ini"), "w", encoding="utf-8") as f:
+        f.write("[pytest]\n")
 
 
 def timed_run(cmd: List[str], cwd: str, env: Dict[str, str]) -> Tuple[float, float]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,7 +21,7 @@ from typing import Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import REPO, Result, banner, clean_env, median, paired_median, per_round, spread
+from _common import Result, banner, load_envs, median, paired_median, per_round, spread
 
 TARGET_MS = 8.0
 PLUGINS = {"trtcap": "pytest_trtcap.plugin", "hypothesis": "_hypothesis_pytestplugin"}
@@ -70,15 +69,8 @@ def run(quick: bool = False, runs: int = 0) -> List[Result]:
     runs = runs or (3 if quick else 40)
     banner(f"plugin import cost: python -X importtime -c \"import pytest, importlib.metadata; import PLUGIN\", "
            f"{runs} rounds, trtcap and hypothesis alternated")
-    cached = clean_env()
-    cached.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryDirectory(prefix="trtcap-bench-import-") as workdir:
-        source = os.path.join(workdir, "source")
-        for package, folder in (("trtcap_guards", "guards"), ("pytest_trtcap", "pytest_trtcap")):
-            shutil.copytree(os.path.join(REPO, folder), os.path.join(source, package),
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        uncached = clean_env(PYTHONDONTWRITEBYTECODE="1")
-        uncached["PYTHONPATH"] = os.pathsep.join((source, uncached["PYTHONPATH"]))
+        cached, uncached, _ = load_envs(workdir)
         with_pyc = _rounds(runs, cached, workdir)
         without_pyc = _rounds(runs, uncached, workdir)
     results = [

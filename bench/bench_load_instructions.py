@@ -25,7 +25,7 @@ from typing import Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import REPO, Result, banner, clean_env, median, per_round, spread
+from _common import Result, banner, load_envs, median, per_round, spread, write_one_test
 
 VALGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
@@ -73,19 +73,9 @@ def run(quick: bool = False) -> List[Result]:
     rounds = 1 if quick else 2
     banner(f"plugin load in CPU instructions (valgrind): pytest --collect-only -q of a one-test file, {rounds} "
            "run(s) each")
-    cached = clean_env(PYTHONHASHSEED="0")
-    cached.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryDirectory(prefix="trtcap-bench-instructions-") as workdir:
-        source = os.path.join(workdir, "source")
-        for package, folder in (("trtcap_guards", "guards"), ("pytest_trtcap", "pytest_trtcap")):
-            shutil.copytree(os.path.join(REPO, folder), os.path.join(source, package),
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        uncached = clean_env(PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
-        uncached["PYTHONPATH"] = os.pathsep.join((source, uncached["PYTHONPATH"]))
-        with open(os.path.join(workdir, "test_one.py"), "w", encoding="utf-8") as f:
-            f.write("def test_one():\n    pass\n")
-        with open(os.path.join(workdir, "pytest.ini"), "w", encoding="utf-8") as f:
-            f.write("[pytest]\n")
+        cached, uncached, _ = load_envs(workdir, PYTHONHASHSEED="0")
+        write_one_test(workdir)
         base = [sys.executable, "-m", "pytest", "--collect-only", "-q", "test_one.py"]
         ours = {"with": base, "without": base[:3] + ["-p", "no:trtcap"] + base[3:]}
         results = [

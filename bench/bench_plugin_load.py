@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,7 +21,7 @@ from typing import List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import REPO, Result, banner, clean_env, interleaved, median, per_round, spread
+from _common import Result, banner, clean_env, interleaved, load_envs, median, per_round, spread, write_one_test
 
 TARGET = 1.02  # by the ratio of medians, with and without bytecode caches
 
@@ -129,20 +128,9 @@ def run(quick: bool = False, runs: int = 0) -> List[Result]:
     # Python writes and reuses bytecode caches by default, and a pip-installed plugin ships them compiled.
     # This machine sets PYTHONDONTWRITEBYTECODE=1, under which every process compiles the plugin's source
     # (pytest's own modules keep the .pyc files pip wrote): measured too, for information.
-    cached = clean_env()
-    cached.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryDirectory(prefix="trtcap-bench-load-") as workdir:
-        # For the uncached case, a copy of the packages without any __pycache__, first on the path.
-        source = os.path.join(workdir, "source")
-        for package, folder in (("trtcap_guards", "guards"), ("pytest_trtcap", "pytest_trtcap")):
-            shutil.copytree(os.path.join(REPO, folder), os.path.join(source, package),
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        uncached = clean_env(PYTHONDONTWRITEBYTECODE="1")
-        uncached["PYTHONPATH"] = os.pathsep.join((source, uncached["PYTHONPATH"]))
-        with open(os.path.join(workdir, "test_one.py"), "w", encoding="utf-8") as f:
-            f.write("def test_one():\n    pass\n")
-        with open(os.path.join(workdir, "pytest.ini"), "w", encoding="utf-8") as f:
-            f.write("[pytest]\n")  # rootdir here: no outer ini steers either side
+        cached, uncached, source = load_envs(workdir)  # the uncached side loads a source-only copy
+        write_one_test(workdir)
         base = [sys.executable, "-m", "pytest", "--collect-only", "-q", "test_one.py"]
         commands = {"plugin": base, "no plugin": base[:3] + ["-p", "no:trtcap"] + base[3:]}
         print(f"command: {' '.join(['python'] + base[1:])}  vs  ... -p no:trtcap")
