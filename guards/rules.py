@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
-from .environment import TURING, Capability
+from .environment import BF16, CDIST_MATMUL, CONV3D, FP32_GEMM, TURING, Capability
 
 if TYPE_CHECKING:
     from .node_checks import Operands
@@ -92,7 +92,7 @@ RULES: Tuple[Rule, ...] = (
         targets=GEMM_TARGETS,
         check="fp32_operand",
         validator="gemm_capability_validator",
-        marker="trt_fp32_gemm",
+        marker=FP32_GEMM,
         why="FP32 GEMMs are not supported on Turing; static shapes give a null execution context, "
         "dynamic shapes run and return all zeros",
     ),
@@ -103,7 +103,7 @@ RULES: Tuple[Rule, ...] = (
         targets=ATTENTION_TARGETS,
         check="fp32_operand",
         validator="attention_capability_validator",
-        marker="trt_fp32_gemm",
+        marker=FP32_GEMM,
         why="fused attention runs FP32 matmuls, which are not supported on Turing",
     ),
     Rule(
@@ -113,7 +113,7 @@ RULES: Tuple[Rule, ...] = (
         targets={"aten._cdist_forward.default": ((0, "x1"), (1, "x2"))},
         check="cdist_emits_matmul",
         validator="cdist_forward_capability_validator",
-        marker="trt_cdist_matmul",
+        marker=CDIST_MATMUL,
         why="the p=2 matrix-multiply branch of cdist fails on Turing in FP16 and FP32 alike",
     ),
     Rule(
@@ -124,7 +124,7 @@ RULES: Tuple[Rule, ...] = (
         targets={"aten.convolution.default": ((0, "input"),), "tensorrt.conv_asym_pad.default": ((0, "x"),)},
         check="forward_conv3d",
         validator="convolution_capability_validator",
-        marker="trt_conv3d",
+        marker=CONV3D,
         why="3D (5-D input) forward convolution is not supported on Turing (null execution context)",
     ),
     Rule(
@@ -134,7 +134,7 @@ RULES: Tuple[Rule, ...] = (
         targets={ALL_TARGETS: ()},
         check="bf16_anywhere",
         validator="bf16_capability_validator",
-        marker="trt_bf16",
+        marker=BF16,
         why="Turing has no BF16 hardware; BF16 layers crash the build",
     ),
 )

@@ -1,7 +1,7 @@
 """The plugin's fixtures: the capability decision and what follows from it, for tests that take fixtures.
 
-Registered by the plugin's ``pytest_configure`` (so ``-p no:trtcap`` leaves them out too). Nothing here imports
-torch until a fixture that needs it is set up.
+Registered by the plugin's ``pytest_configure`` (so ``-p no:trtcap`` leaves them out too), in every pytest run of
+an environment: nothing more loads until a fixture is set up, and torch only with a fixture that needs it.
 """
 
 from __future__ import annotations
@@ -10,11 +10,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-import trtcap_guards as guards
-
-from .markers import SKIP_PREFIX
-
 if TYPE_CHECKING:
+    from trtcap_guards.targets import CapabilityDecision
+
     from .partitions import PartitionCounts
 
 
@@ -22,18 +20,22 @@ def _need_torch(fixture: str) -> Any:
     try:
         import torch
     except ImportError:
+        from .markers import SKIP_PREFIX
+
         pytest.skip(f"{SKIP_PREFIX}{fixture} needs torch, which is not installed")
     return torch
 
 
 @pytest.fixture
-def trt_capability() -> guards.CapabilityDecision:
+def trt_capability() -> CapabilityDecision:
     """The predicate's decision with its provenance (targets, source, backend, reason)."""
-    return guards.capability_decision()
+    from trtcap_guards import capability_decision
+
+    return capability_decision()
 
 
 @pytest.fixture
-def trt_targets_turing(trt_capability: guards.CapabilityDecision) -> bool:
+def trt_targets_turing(trt_capability: CapabilityDecision) -> bool:
     """True when the session's build targets Turing (SM 7.5) on TensorRT-RTX."""
     return trt_capability.targets_turing
 
@@ -42,7 +44,9 @@ def trt_targets_turing(trt_capability: guards.CapabilityDecision) -> bool:
 def turing_safe_gemm_dtype() -> Any:
     """``torch.float16`` where FP32 GEMMs cannot be served on the targets, else ``torch.float32``."""
     _need_torch("turing_safe_gemm_dtype")
-    return guards.turing_safe_gemm_dtype()
+    from trtcap_guards import turing_safe_gemm_dtype
+
+    return turing_safe_gemm_dtype()
 
 
 @pytest.fixture

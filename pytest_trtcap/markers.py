@@ -1,60 +1,23 @@
-"""Capability markers, generated from the guards' rules table, and the skip decision they share.
+"""Capability markers: their help and the rules behind each, generated from the guards' rules table, and the skip
+decision they share.
 
-The table loads with the plugin (every run registers the markers); the predicate only when a marker is read.
+Loaded once a session uses the plugin (or ``pytest --markers`` shows them): their names, which is all a dormant
+session reads, are declared in ``options``. The predicate loads only when a marker is read.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from trtcap_guards import rules
 from trtcap_guards.environment import format_capability
 
+from .options import MARKER_NAMES, NO_ISOLATION
+
 if TYPE_CHECKING:
     from trtcap_guards.rules import Rule
 
 SKIP_PREFIX = "trtcap: "
-NO_ISOLATION = "trtcap_no_isolation"
-
-
-@functools.cache
-def marker_names() -> Tuple[str, ...]:
-    """Every marker of the plugin: the capability markers, then ``trtcap_no_isolation`` (read for every
-    collector of every run: worked out once)."""
-    return (*capability_markers(), NO_ISOLATION)
-
-
-def uses_markers(collector: Any, items: Any, names: Tuple[str, ...]) -> bool:
-    """Whether a test ``collector`` reported carries one of ``names``: on the collector or a parent (a module's
-    ``pytestmark``, a class's), read once, or on the test itself. Checked on every collector of every run."""
-    wanted = frozenset(names)
-    if any(mark.name in wanted for node in collector.listchain() for mark in node.own_markers):
-        return True
-    return carried_by_own_markers(items, names)
-
-
-def carried_by_own_markers(items: Any, names: Tuple[str, ...]) -> bool:
-    """Whether any of ``items`` carries one of ``names`` among its own markers: where ``item.add_marker`` (in
-    ``pytest_collection_modifyitems``, say) puts a marker after its collector reported. Checked on every item of
-    every run, so it reads no parent."""
-    wanted = frozenset(names)
-    return any(mark.name in wanted for item in items for mark in getattr(item, "own_markers", ()))
-
-
-def carried_after_collection(items: Any, names: Tuple[str, ...]) -> bool:
-    """Whether any of ``items``, or a module or class above one, carries one of ``names`` among its own markers:
-    ``pytest_collection_modifyitems`` may add one to either after the collectors reported. Each node is read once."""
-    wanted = frozenset(names)
-    seen = set()
-    for item in items:
-        node = item
-        while node is not None and id(node) not in seen:
-            seen.add(id(node))
-            if any(mark.name in wanted for mark in getattr(node, "own_markers", ())):
-                return True
-            node = getattr(node, "parent", None)
-    return False
 
 
 def capability_markers() -> Dict[str, Tuple[Rule, ...]]:
@@ -102,6 +65,6 @@ def argument_problem(item: Any, mark: Any) -> Optional[str]:
 
 def bad_marker_usage(item: Any) -> List[str]:
     """Problems with our markers on ``item`` (they take no arguments); its node chain is read once."""
-    ours = frozenset(marker_names())
+    ours = frozenset(MARKER_NAMES)
     found = (argument_problem(item, mark) for mark in item.iter_markers() if mark.name in ours)
     return [problem for problem in found if problem is not None]

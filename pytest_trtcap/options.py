@@ -1,28 +1,24 @@
-"""The plugin's settings as declared: option, environment variable and ini key of each, and whether any was given.
+"""What the plugin declares: its settings (option, environment variable and ini key of each, and whether any was
+given) and its markers' names.
 
 Only declarations here, no parsing: this module loads in every pytest run of an environment, and most runs give
-none of these. ``settings`` reads and checks the values, and loads only where one was given.
+none of these. ``settings`` reads and checks the values, and loads only where one was given; ``markers`` holds the
+markers' help and meaning, generated from the guards' rules table.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, List, NamedTuple, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import pytest
 
-from trtcap_guards.environment import BACKENDS, ENV_BACKEND, ENV_TARGETS
+from trtcap_guards.environment import BACKENDS, ENV_BACKEND, ENV_TARGETS, MARKERS
 
+NO_ISOLATION = "trtcap_no_isolation"
 
-class Setting(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create in a module every pytest run loads
-    """One resolved value and where it came from (``--trt-target-sm``, ``TRTCAP_TARGET_SM``,
-    ``ini trt_target_sm``...)."""
-
-    value: Any
-    source: str
-
-    def __str__(self) -> str:
-        return f"{self.value} (from {self.source})"
+#: Every marker of the plugin: the capability markers (named by the rules table), then ``trtcap_no_isolation``.
+MARKER_NAMES = (*MARKERS, NO_ISOLATION)
 
 
 class Spec:
@@ -77,29 +73,6 @@ SPECS: Tuple[Spec, ...] = (
 )
 
 
-class Settings:
-    """Every setting of the session, each with its source; a plain class, not a dataclass: this module loads in
-    every pytest run of the environment, and creating a dataclass costs more than the rest of the module."""
-
-    __slots__ = tuple(spec.dest for spec in SPECS)
-    target_sm: Setting
-    backend: Setting
-    guards: Setting
-    neutralize: Setting
-    strict: Setting
-    gpu_less_import: Setting
-    builder_targets: Setting
-    audit: Setting
-    needs_gpu: Setting
-
-    def __init__(self) -> None:
-        for spec in SPECS:
-            setattr(self, spec.dest, Setting(spec.default, "default"))
-
-    def __repr__(self) -> str:
-        return "Settings(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
-
-
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("trtcap", "capability guards for Torch-TensorRT on TensorRT-RTX")
     for spec in SPECS:
@@ -115,22 +88,22 @@ def add_options(parser: pytest.Parser) -> None:
                       default=[] if spec.kind == "append" else "")
 
 
-def given(config: pytest.Config, spec: Spec, early: bool = False) -> List[Setting]:
-    """The raw values given for ``spec`` with their sources, highest precedence first (command line, environment,
-    ini file)."""
+def given(config: pytest.Config, spec: Spec, early: bool = False) -> List[Tuple[Any, str]]:
+    """The raw values given for ``spec``, each with its source, highest precedence first (command line,
+    environment, ini file)."""
     out = []
     if early:  # before pytest_configure: only the known arguments are parsed
         cli = getattr(config.known_args_namespace, f"trtcap_{spec.dest}", None)
     else:
         cli = config.getoption(f"trtcap_{spec.dest}")
     if cli is not None:
-        out.append(Setting(cli, spec.option))
+        out.append((cli, spec.option))
     env = os.environ.get(spec.env)
     if env is not None:
-        out.append(Setting(env, spec.env))
+        out.append((env, spec.env))
     ini = config.getini(spec.ini)
     if ini not in ("", [], None):
-        out.append(Setting(ini, f"ini {spec.ini}"))
+        out.append((ini, f"ini {spec.ini}"))
     return out
 
 

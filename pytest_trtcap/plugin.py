@@ -1,23 +1,32 @@
 """pytest-trtcap: the pytest plugin (entry point ``trtcap``; disable with ``-p no:trtcap``).
 
-Registration and configuration only: hook specifications, options, markers, the settings' declarations for the
-session, the torch_tensorrt import hook, and the fixtures. Loads in every pytest run of an environment, so it
-imports neither torch, torch_tensorrt nor tensorrt, and a session that never uses the plugin stays dormant: the
-per-session hooks (``session``) are registered by ``TrtcapState.activate`` when it first does.
+Registration and configuration: hook specifications, options, markers, fixtures, the torch_tensorrt import hook,
+and the moment a session starts using the plugin. This module loads in every pytest run of an environment, and
+most runs never touch Torch-TensorRT: so a session stays *dormant* (this module, ``options``, ``hooks`` and
+``fixtures`` loaded; no state, no per-test hooks) until it is used: a setting is given or a hook of ours
+implemented, the suite imports torch_tensorrt or changes the guards' state, a collected test carries one of our
+markers, or xdist runs the session. ``_activate`` is that moment, wherever it falls; the session's state
+(``state``) and its hooks (``session``) load then. Every module loaded here is paid by every pytest run (and
+compiled by each one where bytecode is not cached), so the dormant path is kept to a few small functions.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Generator, List, Optional
+from typing import TYPE_CHECKING, Any, Generator, List, Optional
 
 import pytest
 
 from trtcap_guards import first_use, import_hook
 
-from . import fixtures, hooks, markers, options
-from .options import SPECS, Settings
-from .state import STATE, TrtcapState
+from . import fixtures, hooks, options
+
+if TYPE_CHECKING:
+    from .state import TrtcapState
+
+#: The session's state once something needs it; None while the session is dormant (absent: not configured).
+_STATE = pytest.StashKey[Optional["TrtcapState"]]()
+_SESSION = pytest.StashKey[pytest.Session]()
 
 # --- registration -----------------------------------------------------------------------------------
 
@@ -31,13 +40,16 @@ class _OtherName:
     """Holds the plugin's other name; it has no hooks. Not a block: ``-p NAME`` unblocks the name it loads, and
     pytest would then register this module again and fail."""
 
+    def __dir__(self) -> List[str]:
+        """Nothing for pluggy's hook scan or pytest's fixture scan to read: every pytest run registers one."""
+        return []
+
 
 def _one_registration(pluginmanager: pytest.PytestPluginManager) -> None:
     """Registered under one name (the entry point's ``trtcap`` or, from ``-p`` / ``pytest_plugins``, the module
     name), take the other: pytest would otherwise register this module again and fail ("already registered
     under a different name"). ``-p no:trtcap`` given before keeps the module's name free, so it can still load."""
-    this = sys.modules[__name__]
-    name = pluginmanager.get_name(this)
+    name = pluginmanager.get_name(sys.modules[__name__])
     for other in ("trtcap", __name__):
         free = name is not None and other != name and pluginmanager.get_plugin(other) is None
         if free and not pluginmanager.is_blocked(other):
@@ -46,54 +58,6 @@ def _one_registration(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    for line in markers.marker_lines():
-        config.addinivalue_line("markers", line)
-    given = options.anything_given(config)
-    target_hooks = config.hook.pytest_trtcap_target_capabilities.get_hookimpls()
-    # the settings module loads only where a value may come: a setting is given, or the targets hook implemented
-    valued = bool(given or target_hooks)
-    if valued:
-        from . import settings
-
-        resolved = settings.resolve(config)  # a usage error for a bad value, before anything is changed
-    else:
-        resolved = Settings()
-    state = TrtcapState(config, resolved, given, tuple(impl.plugin for impl in target_hooks))
-    config.stash[STATE] = state
-    if not config.pluginmanager.is_registered(fixtures):
-        config.pluginmanager.register(fixtures, "trtcap-fixtures")
-    if valued:  # a setting nothing gave stays at its default and declares nothing
-        settings.declare(state)
-    state.exit.callback(import_hook.remove_import_hook)
-    target = resolved.target_sm
-    if "torch_tensorrt" in sys.modules:
-        if target.value:  # imported by a conftest before the hook could name the targets: answer them from now on
-            from trtcap_guards import gpuless
-
-            gpuless.follow_targets(target.value[0])
-        state.torch_tensorrt_imported()
-    else:
-        _arm_import_hook(config, resolved.gpu_less_import.value == "auto", target.value[0] if target.value else None)
-    if state.in_use():
-        state.activate()
-    else:
-        state.exit.callback(first_use.on_first_change(state.activate))
-
-
-def _arm_import_hook(config: pytest.Config, answer: bool, capability: Any) -> None:
-    """When the suite first imports torch_tensorrt: answer its device queries (GPU-less host), then guard."""
-
-    def after_import(module: Any) -> None:  # noqa: ARG001 - the import hook passes the imported module
-        state = config.stash.get(STATE, None)
-        if state is not None:  # imported by a conftest before configure: configure installs the guards
-            state.torch_tensorrt_imported()
-            state.activate()
-            state.get_isolation().adopt_new()  # the baseline starts here, even inside a test body
-
-    import_hook.install_import_hook(answer=answer, after=[after_import], capability=capability)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -107,7 +71,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 def _early(config: pytest.Config, dest: str) -> Any:
     """One setting's value while conftests load; the settings module loads only where a value was given."""
-    spec = next(s for s in SPECS if s.dest == dest)
+    spec = next(s for s in options.SPECS if s.dest == dest)
     if not options.given(config, spec, early=True):
         return spec.default
     from . import settings
@@ -115,41 +79,133 @@ def _early(config: pytest.Config, dest: str) -> Any:
     return settings.resolve_early(config, dest).value
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    state = config.stash.get(STATE, None)
-    if state is None:
-        return
-    if state.guards_installed_by_us:
-        from trtcap_guards import registry
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.markers:  # ``pytest --markers`` shows their help, generated from the rules table
+        from .markers import marker_lines
 
-        registry.uninstall()
-    state.exit.close()
+        lines = marker_lines()
+    else:  # registered by name, which is all ``--strict-markers`` reads: the table stays unloaded
+        lines = options.MARKER_NAMES
+    for line in lines:
+        config.addinivalue_line("markers", line)
+    target_hooks = config.hook.pytest_trtcap_target_capabilities.get_hookimpls()
+    config.stash[_STATE] = None
+    if options.anything_given(config) or target_hooks:  # a bad value is a usage error before anything changes
+        from . import settings
+
+        state = _state(config, settings.resolve(config), tuple(impl.plugin for impl in target_hooks))
+        settings.declare(state)
+    if not config.pluginmanager.is_registered(fixtures):
+        config.pluginmanager.register(fixtures, "trtcap-fixtures")
+    state = config.stash[_STATE]
+    if "torch_tensorrt" in sys.modules:
+        state = state or _state(config)
+        if state.settings.target_sm.value:  # imported by a conftest before the hook could name the targets
+            from trtcap_guards import gpuless
+
+            gpuless.follow_targets(state.settings.target_sm.value[0])
+        state.torch_tensorrt_imported()
+    else:  # armed again: the settings are resolved now, and a plugin named in a conftest was not armed early
+        target = state.settings.target_sm.value if state is not None else None
+        answer = state is None or state.settings.gpu_less_import.value == "auto"
+        _arm_import_hook(config, answer, target[0] if target else None)
+    if state is not None or _in_use(config):
+        _activate(config)
+    else:
+        config.add_cleanup(first_use.on_first_change(lambda: _activate(config)))
+
+
+def _state(config: pytest.Config, resolved: Any = None, target_hook_plugins: tuple = ()) -> TrtcapState:
+    """The session's state, made at first need (settings resolved, the report header, or activation)."""
+    state = config.stash.get(_STATE, None)
+    if state is None:
+        from .state import TrtcapState
+
+        state = config.stash[_STATE] = TrtcapState(config, resolved, target_hook_plugins)
+        state.pytest_session = config.stash.get(_SESSION, None)
+    return state
+
+
+def _activate(config: pytest.Config) -> Any:
+    """Wake the session: its state and per-session hooks; returns the per-session plugin."""
+    return _state(config).activate()
+
+
+def _arm_import_hook(config: pytest.Config, answer: bool, capability: Any) -> None:
+    """When the suite first imports torch_tensorrt: answer its device queries (GPU-less host), then guard."""
+
+    def after_import(module: Any) -> None:  # noqa: ARG001 - the import hook passes the imported module
+        if _STATE in config.stash:  # imported by a conftest before configure: configure installs the guards
+            state = _state(config)
+            state.torch_tensorrt_imported()
+            state.activate()
+            state.get_isolation().adopt_new()  # the baseline starts here, even inside a test body
+
+    import_hook.install_import_hook(answer=answer, after=[after_import], capability=capability)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is not None:
+        state.close()
 
 
 # --- dormant until used ------------------------------------------------------------------------------
 
 
+def _in_use(config: pytest.Config) -> bool:
+    """Whether the session uses the plugin already (checked at configure and after collection): the suite
+    imported torch_tensorrt or changed the guards' state, a hook of ours is implemented, or xdist runs it."""
+    hook = config.hook
+    return bool(
+        "torch_tensorrt" in sys.modules or _guards_changed()
+        or hook.pytest_trtcap_target_capabilities.get_hookimpls() or hook.pytest_trtcap_isolated_state.get_hookimpls()
+        or (getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput"))
+    )
+
+
+def _guards_changed() -> bool:
+    """Whether the guards' state differs from the one they start in (a conftest declared targets, say). Loaded is
+    not enough: the report header and the fixtures read the guards without changing them; and until something
+    changed it, the modules that hold that state stay unloaded."""
+    if not first_use.changed():
+        return False
+    from trtcap_guards import state
+
+    return state.state_snapshot(fired=False) != state.initial_state()
+
+
+def _carries_marker(nodes: Any) -> bool:
+    """Whether one of ``nodes`` carries one of our markers among its own (a marker on a module or class is on
+    that node; ``item.add_marker`` puts one on the item after its collector reported)."""
+    names = options.MARKER_NAMES
+    return any(mark.name in names for node in nodes for mark in getattr(node, "own_markers", ()))
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    state = session.config.stash.get(STATE, None)
+    session.config.stash[_SESSION] = session
+    state = session.config.stash.get(_STATE, None)
     if state is not None:
         state.pytest_session = session
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, Any]:
-    """Collected tests that carry our markers put the session to use; the markers' arguments are checked (and
-    GPU-less collection errors converted, under ``--trtcap-needs-gpu skip``) on each collector's report."""
+    """Collected tests that carry our markers (on them or on a module or class above) put the session to use;
+    the markers' arguments are checked (and GPU-less collection errors converted, under ``--trtcap-needs-gpu
+    skip``) on each collector's report."""
     report = yield
-    state = collector.config.stash.get(STATE, None)
-    if state is None:
+    config = collector.config
+    if _STATE not in config.stash:
         return report
-    uses = report.outcome == "passed" and bool(report.result) and markers.uses_markers(
-        collector, report.result, markers.marker_names())
-    if uses or state.settings.needs_gpu.value == "skip":
-        state.activate()
+    state = config.stash[_STATE]
+    skip_gpu = state is not None and state.settings.needs_gpu.value == "skip"
+    if skip_gpu or (report.outcome == "passed" and report.result
+                    and (_carries_marker(collector.listchain()) or _carries_marker(report.result))):
         from .collect_checks import check_collect_report
 
-        check_collect_report(report, collector, state)
+        _activate(config)
+        check_collect_report(report, collector, config.stash[_STATE])
     return report
 
 
@@ -157,16 +213,29 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Conftests found during collection may implement our hooks, test modules may have imported the guards, and
     ``pytest_collection_modifyitems`` may have added our markers after the collectors reported."""
-    state = session.config.stash.get(STATE, None)
-    if state is not None and state.session is None and (
-            state.in_use() or markers.carried_after_collection(session.items, markers.marker_names())):
-        state.activate().pytest_collection_finish(session)  # registered during this hook: pluggy would skip it
+    config = session.config
+    if _STATE not in config.stash:
+        return
+    state = config.stash[_STATE]
+    if (state is None or state.session is None) and (_in_use(config) or _carried_after_collection(session.items)):
+        _activate(config).pytest_collection_finish(session)  # registered during this hook: pluggy would skip it
+
+
+def _carried_after_collection(items: Any) -> bool:
+    """Whether any of ``items``, or a module or class above one, carries one of our markers; each node read once."""
+    seen, nodes = set(), []
+    for item in items:
+        node = item
+        while node is not None and id(node) not in seen:
+            seen.add(id(node))
+            nodes.append(node)
+            node = getattr(node, "parent", None)
+    return _carries_marker(nodes)
 
 
 def pytest_report_header(config: pytest.Config) -> Optional[List[str]]:
-    state = config.stash.get(STATE, None)
-    if state is None:
+    if _STATE not in config.stash:
         return None
     from .report_lines import header_lines
 
-    return header_lines(state, verbose=config.get_verbosity() > 0)
+    return header_lines(_state(config), verbose=config.get_verbosity() > 0)

@@ -14,9 +14,8 @@ import trtcap_guards as guards
 from trtcap_guards.live_registry import loaded_converter_registry
 
 if TYPE_CHECKING:
-    from .options import Setting
     from .session import SessionPlugin
-    from .state import TrtcapState
+    from .state import Setting, TrtcapState
 
 
 def upstream_ships_guards() -> Optional[bool]:

@@ -14,7 +14,8 @@ import pytest
 
 import trtcap_guards as guards
 
-from .options import SPECS, Setting, Settings, Spec, given
+from .options import SPECS, Spec, given
+from .state import Setting, Settings
 
 if TYPE_CHECKING:
     from .state import TrtcapState

@@ -1,47 +1,61 @@
-"""What the plugin holds for one pytest session (one ``Config``), reached through ``config.stash``, and when the
-session starts using it.
+"""What the plugin holds for one pytest session (one ``Config``), once something needs it: the settings with their
+sources, the isolation, the per-session hooks and what they found.
 
 Kept apart from the hooks so that registration, the per-session hooks and the report all read one object,
-and nested (pytester) sessions each keep their own.
-
-The plugin loads in every pytest run of an environment, and most of those runs never touch Torch-TensorRT. So a
-session stays *dormant* (no per-test hooks, no isolation, nothing more imported) until it is used: a setting is
-given or a hook of ours implemented, the suite imports torch_tensorrt or changes the guards' state, a collected
-test carries one of our markers, or xdist runs the session. ``activate`` is that moment, wherever it falls.
+and nested (pytester) sessions each keep their own. A dormant session (``plugin``) never loads this module in a
+quiet run; the report header, resolved settings or the session's first use make the state.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional
 
 import pytest
 
 import trtcap_guards as guards
 
+from .options import SPECS
+
 # ``isolation`` is imported by ``TrtcapState.get_isolation`` when the first test needs it, not at plugin load:
 # loading the plugin is paid by every pytest run in the environment, collect-only and unrelated suites included.
 if TYPE_CHECKING:
     from . import isolation
-    from .options import Settings
     from .session import SessionPlugin
 
-STATE = pytest.StashKey["TrtcapState"]()
+
+class Setting(NamedTuple):
+    """One resolved value and where it came from (``--trt-target-sm``, ``TRTCAP_TARGET_SM``,
+    ``ini trt_target_sm``...)."""
+
+    value: Any
+    source: str
+
+    def __str__(self) -> str:
+        return f"{self.value} (from {self.source})"
 
 
-def _guards_changed() -> bool:
-    """Whether the guards' state differs from the state they start in (a conftest declared targets, say).
-    Loaded is not enough: the report header and the fixtures read the guards without changing them; and until
-    something changed it, the modules that hold that state stay unloaded."""
-    from trtcap_guards import first_use
+class Settings:
+    """Every setting of the session, each with its source (the defaults until ``settings`` resolves them)."""
 
-    if not first_use.changed():
-        return False
-    from trtcap_guards import state
+    __slots__ = tuple(spec.dest for spec in SPECS)
+    target_sm: Setting
+    backend: Setting
+    guards: Setting
+    neutralize: Setting
+    strict: Setting
+    gpu_less_import: Setting
+    builder_targets: Setting
+    audit: Setting
+    needs_gpu: Setting
 
-    return state.state_snapshot(fired=False) != state.initial_state()
+    def __init__(self) -> None:
+        for spec in SPECS:
+            setattr(self, spec.dest, Setting(spec.default, "default"))
+
+    def __repr__(self) -> str:
+        return "Settings(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
 
 
 class RunningTest:
@@ -56,10 +70,10 @@ class RunningTest:
 class TrtcapState:
     """Everything the plugin holds for one session."""
 
-    def __init__(self, config: pytest.Config, resolved: Settings, given: bool, target_hook_plugins: tuple = ()) -> None:
+    def __init__(self, config: pytest.Config, resolved: Optional[Settings] = None,
+                 target_hook_plugins: tuple = ()) -> None:
         self.config = config
-        self.settings = resolved
-        self.given = given  # a setting came from the command line, the environment or an ini file
+        self.settings = resolved if resolved is not None else Settings()
         self.exit = ExitStack()
         self.isolation: Optional[isolation.Isolation] = None
         self.session: Optional[SessionPlugin] = None  # the per-session hooks, once active
@@ -71,18 +85,7 @@ class TrtcapState:
         self.audit: Any = None  # audit_session.AuditSession under --trtcap-audit
         self.target_hook_plugins = target_hook_plugins  # what implemented the targets hook when settings resolved
 
-    # --- dormant or active ----------------------------------------------------------------------------------
-
-    def in_use(self) -> bool:
-        """Whether the session uses the plugin already (checked at configure and after collection)."""
-        config = self.config
-        hooks = config.hook
-        return bool(
-            self.given or "torch_tensorrt" in sys.modules or _guards_changed()
-            or hooks.pytest_trtcap_target_capabilities.get_hookimpls()
-            or hooks.pytest_trtcap_isolated_state.get_hookimpls()
-            or (getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput"))
-        )
+    # --- active -----------------------------------------------------------------------------------------------
 
     def activate(self) -> SessionPlugin:
         """Register the per-session hooks (once). A test already running joins in the phase it is in."""
@@ -142,3 +145,11 @@ class TrtcapState:
         was = guards.is_installed()
         self.installed_targets = guards.install()
         self.guards_installed_by_us = self.guards_installed_by_us or not was
+
+    def close(self) -> None:
+        """At unconfigure: uninstall the guards if this session installed them, and undo what it declared."""
+        if self.guards_installed_by_us:
+            from trtcap_guards import registry
+
+            registry.uninstall()
+        self.exit.close()

@@ -28,11 +28,12 @@ def test_importing_the_guards_loads_no_submodule() -> None:
     assert _loaded("import trtcap_guards") == ["trtcap_guards"]
 
 
-def test_importing_the_plugin_loads_the_rules_table_but_neither_checks_predicate_nor_registry() -> None:
+def test_importing_the_plugin_loads_neither_rules_table_checks_predicate_nor_registry() -> None:
     loaded = _loaded("import pytest, pytest_trtcap.plugin")
-    assert "trtcap_guards.rules" in loaded  # the markers are registered from it in every run
-    for heavy in ("trtcap_guards.node_checks", "trtcap_guards.targets", "trtcap_guards.registry",
-                  "trtcap_guards.validators", "trtcap_guards.builder", "trtcap_guards.capabilities", "torch"):
+    assert "pytest_trtcap.options" in loaded  # the markers are registered by the names declared there
+    for heavy in ("trtcap_guards.rules", "trtcap_guards.node_checks", "trtcap_guards.targets",
+                  "trtcap_guards.registry", "trtcap_guards.validators", "trtcap_guards.builder",
+                  "trtcap_guards.capabilities", "pytest_trtcap.markers", "pytest_trtcap.state", "torch"):
         assert heavy not in loaded, loaded
 
 

@@ -1,6 +1,7 @@
-"""Dormant until used (``pytest_trtcap.state``): a session that never uses the plugin loads nothing beyond
-registration and configuration, tests included; each way of using it wakes it, and a test running at that moment
-is held or adopted according to its phase. Import state is checked in fresh processes; behaviour through pytester.
+"""Dormant until used (``pytest_trtcap.plugin``; the session's state in ``pytest_trtcap.state``): a session
+that never uses the plugin loads nothing beyond registration and configuration, tests included; each way of using
+it wakes it, and a test running at that moment is held or adopted according to its phase. Import state is checked
+in fresh processes; behaviour through pytester.
 """
 
 from __future__ import annotations
@@ -81,8 +82,9 @@ def test_the_report_header_and_a_fixture_read_the_guards_without_waking_it(pytes
 
 
 #: What the report header of a plain run (``pytest``, no ``-q``) may load beyond the plugin's import: the header
-#: itself, the predicate that decides its line, and the look at whether Torch-TensorRT's registry is loaded.
-HEADER = ("pytest_trtcap.report_lines", "trtcap_guards.targets", "trtcap_guards.capabilities",
+#: itself, the session's settings (their defaults) it shows, the predicate that decides its line, and the look at
+#: whether Torch-TensorRT's registry is loaded.
+HEADER = ("pytest_trtcap.report_lines", "pytest_trtcap.state", "trtcap_guards.targets", "trtcap_guards.capabilities",
           "trtcap_guards.distributions", "trtcap_guards.live_registry", "trtcap_guards.undo")
 
 
