@@ -17,6 +17,9 @@ The rule, per scope:
   where one ends before a fixture started after it (a session fixture first requested while a module fixture is
   alive), each held object is checked only if no fixture started after it changed that object since; otherwise
   that object is not checked for either of them;
+* a fixture not checked for an object (so, also, one set up while the session was dormant: it has no frame) ends
+  as its own clean-up: what its teardown leaves of that object is kept as the baseline, never blamed on the next
+  test nor put back to the value of a fixture already gone;
 * a change made outside any isolated test (a ``trtcap_no_isolation`` test) is adopted as the new baseline, and a
   later test that puts the state back exactly as it was before that change is not leaking: it cleaned up.
 """
@@ -157,8 +160,17 @@ class Isolation:
 
     # --- fixtures ---------------------------------------------------------------------------------------
 
-    def fixture_started(self, fixture: Any, setup_for: str) -> None:
-        """A fixture's setup is about to run: open its frame with the baselines as they stand."""
+    def fixture_started(self, fixture: Any, setup_for: str, woken: bool = False) -> None:
+        """A fixture's setup is about to run: open its frame with the baselines as they stand, one per spec, so
+        that its end is checked (and its clean-up kept) for every spec.
+
+        ``woken``: the session woke in this test's setup, inside fixtures set up with no frame; what they changed
+        since is theirs, and this fixture found it so.
+        """
+        if woken:
+            self._adopt(foreign=False)
+        else:
+            self.adopt_new()
         self.frames.append(Frame(fixture, dict(self.baselines), {}, setup_for))
 
     def fixture_set_up(self, fixture: Any) -> None:
@@ -173,16 +185,26 @@ class Isolation:
         return next((i for i in range(len(self.frames) - 1, -1, -1) if self.frames[i].fixture is fixture), None)
 
     def unframed_finished(self) -> None:
-        """A fixture set up before any frame (the session was dormant then) ended: what it changed back is its
-        clean-up, kept. Every live frame started after it: one that left an object alone in its setup found it as
-        this fixture left it and is checked against the clean-up; one that changed it cannot be checked for it."""
-        changed = [spec.label for spec in self.specs if self.baselines.get(spec.label) is not None
-                   and spec.available() and spec.changed(self.baselines[spec.label])]
-        self._adopt(foreign=True)
-        for label in changed:
-            for frame in self.frames:
+        """A fixture set up before any frame (the session was dormant then) ended: nobody knows what it changed."""
+        self._ended_unchecked(self.specs, self.frames)
+
+    def _ended_unchecked(self, specs: List[StateSpec], later: List[Frame]) -> None:
+        """A fixture ended that nobody could check for ``specs`` (set up with no frame, or changed under it by a
+        fixture started after it): what its teardown left is its clean-up, kept as the baseline, so the next test is
+        neither blamed for it nor has it put back. Each live frame in ``later`` (started after it): one whose setup
+        left an object alone found it as this fixture left it, and is checked against what is kept; one that changed
+        it may hold this fixture's change too (an undo handle undone out of order hands its "before" on), so it
+        cannot be checked for that object either."""
+        for spec in specs:
+            label = spec.label
+            base = self.baselines.get(label)
+            if base is None or not spec.available():
+                continue
+            if spec.changed(base):
+                base = self.baselines[label] = spec.snapshot()
+            for frame in later:
                 if label in frame.after and frame.before.get(label) is frame.after[label]:
-                    frame.before[label] = frame.after[label] = self.baselines[label]
+                    frame.before[label] = frame.after[label] = base
                 else:
                     frame.before.pop(label, None)
 
@@ -194,10 +216,14 @@ class Isolation:
         frame = self.frames.pop(index)
         later = self.frames[index:]  # started after it and still alive
         changes: List[str] = []
+        unchecked: List[StateSpec] = []
         for spec in self.specs:
             label = spec.label
             before = frame.before.get(label)
-            if before is None or not spec.available():
+            if not spec.available():
+                continue
+            if before is None:
+                unchecked.append(spec)
                 continue
             if before is frame.after.get(label):  # its setup left this object alone: so must its teardown
                 expected = self.baselines.get(label, before)
@@ -213,4 +239,5 @@ class Isolation:
             if spec.changed(expected):
                 changes.extend(self._describe(spec, expected))
                 spec.restore(expected)
+        self._ended_unchecked(unchecked, later)
         return FixtureEnd(frame.setup_for, changes)

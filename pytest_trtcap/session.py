@@ -133,7 +133,7 @@ class SessionPlugin:
         if item is None or (fixturedef.scope == "function" and not _isolated(item)):
             return (yield)
         isolation = self.state.get_isolation()
-        isolation.fixture_started(fixturedef, item.nodeid)
+        isolation.fixture_started(fixturedef, item.nodeid, woken=self.hold_at_call is item)
         try:
             return (yield)
         finally:
