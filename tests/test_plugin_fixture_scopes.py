@@ -409,3 +409,37 @@ def test_a_body_and_a_wider_fixture_that_leak_inside_wider_fixtures_are_named_an
     result.assert_outcomes(passed=4, errors=errors)
     result.stdout.fnmatch_lines(["leaks: 2 test(s) left global state changed (restored)", *sorted(LEAKED)])
     result.stdout.fnmatch_lines(["guards at the end: as they started"])
+
+
+REPEATS_A_WOKEN_FIXTURE = {"conftest.py": FINAL_STATE, "test_d1.py": """
+import pytest
+from conftest import guards
+
+@pytest.fixture(scope="module")
+def mod():
+    with guards.declare_targets("7.5", origin="module"):
+        yield
+
+def test_1(mod):
+    pass
+""", "test_d2.py": """
+from conftest import guards, origin
+
+def test_repeats_it_and_leaks():
+    guards.declare_targets("7.5", origin="module")
+
+def test_after():
+    assert origin() != "module"
+"""}
+
+
+def test_repeating_exactly_what_a_fixture_that_woke_the_session_declared_is_still_a_leak(
+        pytester: pytest.Pytester) -> None:
+    """The end of a fixture set up before the session woke is its clean-up, not a change made outside isolation:
+    a later test that brings its declaration back has not 'cleaned up', it leaks."""
+    result = run(pytester, REPEATS_A_WOKEN_FIXTURE)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines([
+        "leaks: 1 test(s) left global state changed (restored)",
+        "  test_d2.py::test_repeats_it_and_leaks -> guards: declared targets 7.5 (from module), were none",
+    ])
