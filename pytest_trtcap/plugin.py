@@ -65,7 +65,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """Arm the import hook before conftests load: they may ``import torch_tensorrt`` at module level."""
     mode, target = _early(early_config, "gpu_less_import"), _early(early_config, "target_sm")
     _arm_import_hook(early_config, mode == "auto", target[0] if target else None)
-    # pytest_unconfigure does nothing when pytest_configure failed (a usage error): disarm here as well.
+    # a run that never configures (a conftest that fails to import, --version) never unconfigures: disarm here too.
     early_config.add_cleanup(import_hook.remove_import_hook)
 
 
@@ -112,7 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if state is not None or _in_use(config):
         _activate(config)
     else:
-        config.add_cleanup(first_use.on_first_change(lambda: _activate(config)))
+        config.add_cleanup(first_use.on_first_change(lambda: _STATE in config.stash and _activate(config)))
 
 
 def _state(config: pytest.Config, resolved: Any = None, target_hook_plugins: tuple = ()) -> TrtcapState:
@@ -145,7 +145,13 @@ def _arm_import_hook(config: pytest.Config, answer: bool, capability: Any) -> No
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session ends: nothing of it acts later (a ``trylast`` hook may still import torch_tensorrt or first
+    change the guards' state), so the import hook is disarmed, armed at configure or early, and the state is
+    forgotten (every hook of ours acts only while it is stashed) before it closes."""
+    import_hook.remove_import_hook()
     state = config.stash.get(_STATE, None)
+    if _STATE in config.stash:
+        del config.stash[_STATE]
     if state is not None:
         state.close()
 

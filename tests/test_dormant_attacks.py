@@ -426,3 +426,32 @@ def test_second_run_names_turing(pytester):
 """)
     result = pytester.runpytest_subprocess(*RUN, "-q")
     result.assert_outcomes(passed=2)
+
+
+IMPORTS_AFTER_THE_PLUGIN_CLOSED = """
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    try:
+        import torch_tensorrt  # noqa: F401 - after the plugin closed its session: nothing of it may act now
+    except Exception as exc:  # a host without a CUDA device: nobody answers the import's device queries now
+        print(f"IMPORT FAILED {type(exc).__name__}")
+"""
+
+MAIN_THEN_GUARDS = """
+import pytest
+import trtcap_guards as guards
+pytest.main(["-q", "-s", "-p", "no:cacheprovider", "-p", "no:randomly", "test_one.py"])
+print(f"GUARDS INSTALLED AFTER THE RUN {guards.is_installed()}")
+"""
+
+
+def test_a_dormant_session_is_not_woken_after_it_closed(pytester: pytest.Pytester) -> None:
+    """A hook that runs after the plugin's ``pytest_unconfigure`` (``trylast``) and imports torch_tensorrt must
+    not wake the closed session: the guards it would install are never uninstalled, and outlive ``pytest.main``."""
+    pytester.makeconftest(IMPORTS_AFTER_THE_PLUGIN_CLOSED)
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    script = pytester.makepyfile(run_main=MAIN_THEN_GUARDS)
+    result = pytester.runpython(script)
+    result.stdout.fnmatch_lines(["*1 passed*", "GUARDS INSTALLED AFTER THE RUN False"])

@@ -116,3 +116,28 @@ def test_a_conftest_marking_our_hooks_optional_loads_where_the_plugin_is_disable
     with_plugin = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     with_plugin.assert_outcomes(passed=1)
     with_plugin.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from hook pytest_trtcap_target_capabilities);*"])
+
+
+MAIN_THEN_META_PATH = """
+import sys
+import pytest
+before = list(sys.meta_path)
+pytest.main({args!r})
+print("LEFT ON META_PATH " + repr([type(f).__name__ for f in sys.meta_path if f not in before]))
+"""
+
+
+@pytest.mark.parametrize("args", [["-p", "no:trtcap"], [], ["-p", "no:trtcap", "--trtcap-guards", "on"]],
+                         ids=["named in pytest_plugins only", "and by the entry point", "with a setting"])
+def test_a_run_that_named_the_plugin_in_pytest_plugins_leaves_no_import_hook_behind(
+    pytester: pytest.Pytester, args: list
+) -> None:
+    """The torch_tensorrt import hook belongs to the session that armed it: a program that goes on after
+    ``pytest.main`` (and imports torch_tensorrt later) must not have a finished session answer and guard it."""
+    pytester.makeconftest("pytest_plugins = ['pytest_trtcap.plugin']\n")
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    script = pytester.makepyfile(run_main=MAIN_THEN_META_PATH.format(
+        args=["-q", "-p", "no:cacheprovider", "-p", "no:randomly", *args, "test_one.py"]))
+    result = pytester.runpython(script)
+    result.stdout.fnmatch_lines(["*1 passed*"])
+    assert "LEFT ON META_PATH []" in result.stdout.lines, result.stdout.str()
