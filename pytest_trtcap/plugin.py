@@ -89,12 +89,15 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in lines:
         config.addinivalue_line("markers", line)
     target_hooks = config.hook.pytest_trtcap_target_capabilities.get_hookimpls()
-    config.stash[_STATE] = None
+    resolved = None
     if options.anything_given(config) or target_hooks:  # a bad value is a usage error before anything changes
         from . import settings
 
-        state = _state(config, settings.resolve(config), tuple(impl.plugin for impl in target_hooks))
-        settings.declare(state)
+        resolved = settings.resolve(config)
+    # stashed after resolving: a targets hook that imports torch_tensorrt must not make a state of defaults first
+    config.stash[_STATE] = None
+    if resolved is not None:
+        settings.declare(_state(config, resolved, tuple(impl.plugin for impl in target_hooks)))
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, "trtcap-fixtures")
     state = config.stash[_STATE]

@@ -306,6 +306,31 @@ def test_hook_targets_answer_the_import_time_queries_and_the_header_says_so(pyte
     assert "answered with 8.9" not in result.stdout.str()
 
 
+IMPORTS_IN_THE_HOOK = """
+def pytest_trtcap_target_capabilities(config):
+    import torch_tensorrt  # the answer depends on the installed Torch-TensorRT
+
+    return "7.5" if torch_tensorrt.ENABLED_FEATURES.tensorrt_rtx else "8.9"
+"""
+
+
+def test_a_targets_hook_that_imports_torch_tensorrt_keeps_its_answer_and_the_settings(
+    pytester: pytest.Pytester,
+) -> None:
+    """The import happens while the settings are being resolved: the session's settings are the resolved ones
+    (the hook's targets, ``--trtcap-strict``), not defaults made by the import, nor a late-hook usage error."""
+    pytester.makeconftest(IMPORTS_IN_THE_HOOK)
+    pytester.makepyfile("import pytest\n\n@pytest.mark.trt_bf16\ndef test_bf16():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v", "-rs", "--trtcap-strict")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([
+        "trtcap: targets: 7.5 (from hook pytest_trtcap_target_capabilities);*",
+        "*isolation: strict (from --trtcap-strict)*",
+        "SKIPPED * trtcap: TensorRT-RTX cannot serve BF16 on SM 7.5 (targets 7.5 from hook "
+        "pytest_trtcap_target_capabilities)",
+    ])
+
+
 def test_isolated_state_hook_of_the_wrong_shape_under_xdist_is_a_usage_error(pytester: pytest.Pytester) -> None:
     """The controller checks before it starts the workers: exit 4, not an INTERNALERROR from a worker."""
     conftest = pytester.makeconftest(STATE_CONFTEST.format(returned="('store', list, print)"))
