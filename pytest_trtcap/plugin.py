@@ -24,7 +24,8 @@ from . import fixtures, hooks, options
 if TYPE_CHECKING:
     from .state import TrtcapState
 
-#: The session's state once something needs it; None while the session is dormant (absent: not configured).
+#: The session's state once something needs it; None while the session is dormant; absent before configure and
+#: after unconfigure.
 _STATE = pytest.StashKey[Optional["TrtcapState"]]()
 _SESSION = pytest.StashKey[pytest.Session]()
 
