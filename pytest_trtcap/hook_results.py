@@ -62,11 +62,28 @@ def _where(impl: Any) -> str:
 
 
 def _each(caller: Any, **kwargs: Any) -> Iterator[HookResult]:
-    """Call every implementation as pluggy would (last registered first; wrappers have nothing to return)."""
+    """Call every implementation as pluggy would (last registered first; wrappers have nothing to return). One that
+    raises is a usage error naming the hook, its file, the exception and the line that raised it: a project's bug,
+    reported once before the first test, not as pytest's internal error through this plugin."""
     for impl in reversed(caller.get_hookimpls()):
         if getattr(impl, "hookwrapper", False) or getattr(impl, "wrapper", False):
             continue
-        yield HookResult(impl.function(*[kwargs[name] for name in impl.argnames]), _where(impl))
+        try:
+            value = impl.function(*[kwargs[name] for name in impl.argnames])
+        except Exception as exc:  # the project's code: any failure is named, not raised through us
+            raise pytest.UsageError(f"trtcap: hook {caller.name} in {_where(impl)} raised {shown(exc)}"
+                                    f"{_raised_at(exc)}") from exc
+        yield HookResult(value, _where(impl))
+
+
+def _raised_at(exc: BaseException) -> str:
+    """`` at FILE:LINE`` of the innermost frame that raised ``exc`` (the usage error shows no traceback)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return ""
+    return one_line(f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}")
 
 
 def first_result(caller: Any, **kwargs: Any) -> Optional[HookResult]:

@@ -170,3 +170,19 @@ def test_a_file_name_with_a_line_break_prints_no_line_of_its_own(pytester: pytes
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     result.stderr.fnmatch_lines(["ERROR: trtcap: hook pytest_trtcap_target_capabilities in *sub\\nPASSED forged*"])
     assert not any(line.startswith("PASSED forged") for line in result.stderr.lines)
+
+
+@pytest.mark.parametrize("hook", ["pytest_trtcap_target_capabilities", "pytest_trtcap_isolated_state"])
+def test_an_implementation_that_raises_is_a_usage_error_naming_hook_file_line_and_exception(
+    pytester: pytest.Pytester, hook: str
+) -> None:
+    """A project's hook that fails is its bug: one error naming where, with the line that raised, before the first
+    test; not pytest's internal-error traceback through the plugin (exit 3)."""
+    pytester.makeconftest(f"def {hook}(config):\n    raise RuntimeError('no matrix\\nPASSED forged')\n")
+    pytester.makepyfile("def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines([f"ERROR: trtcap: hook {hook} in *conftest.py raised "
+                                 "RuntimeError('no matrix\\nPASSED forged') at *conftest.py:2"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert not any(line.startswith("PASSED forged") for line in result.stderr.lines + result.stdout.lines)
