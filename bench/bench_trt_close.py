@@ -1,7 +1,9 @@
 """Benchmark: what ``pytest_trtcap.assert_trt_close`` adds to ``torch.testing.assert_close`` on a passing comparison.
 
 The same tensors go to both; per-call ``perf_counter_ns``, the two alternating in blocks (ABBA...), medians of
-each side, ratio of medians. Cases: a tiny tensor, a 64x64 tensor, a nested structure of three, a 1000x1000
+each side, ratio of medians; the spread of the per-block ratios (each block times both sides back to back) gives
+the noise, so a figure the machine's drift can move is reported as not measurable rather than met or missed.
+Cases: a tiny tensor, a 64x64 tensor, a nested structure of three, a 1000x1000
 tensor (targets <= 1.05), and for information the case that costs a full scan: an output whose first element
 is zero (a ReLU output), small and large. One torch thread, so the machine's second core does not add noise.
 
@@ -15,7 +17,7 @@ import gc
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -56,23 +58,31 @@ def _time(fn: Callable[..., None], actual: Any, expected: Any) -> int:
     return time.perf_counter_ns() - start
 
 
+class Timings(NamedTuple):
+    ours: List[int]  # per-call nanoseconds
+    theirs: List[int]
+    ratios: List[float]  # per block: the median of ours over the median of theirs, timed back to back
+
+
 def measure(ours: Callable[..., None], theirs: Callable[..., None], actual: Any, expected: Any,
-            iterations: int) -> Tuple[List[int], List[int]]:
-    """Per-call times of both, alternating block by block (ABBA...), after a warm-up."""
+            iterations: int, block: int = BLOCK) -> Timings:
+    """Per-call times of both, alternating in blocks of ``block`` calls (ABBA...), after a warm-up."""
     for _ in range(5):
         ours(actual, expected)
         theirs(actual, expected)
     times: Dict[str, List[int]] = {"ours": [], "theirs": []}
-    blocks = max(2, iterations // BLOCK)
+    ratios = []
     gc.disable()
     try:
-        for b in range(blocks):
+        for b in range(max(2, iterations // block)):
             order = (("ours", ours), ("theirs", theirs)) if b % 2 == 0 else (("theirs", theirs), ("ours", ours))
-            for name, fn in order:
-                times[name].extend(_time(fn, actual, expected) for _ in range(BLOCK))
+            this = {name: [_time(fn, actual, expected) for _ in range(block)] for name, fn in order}
+            for name, calls in this.items():
+                times[name].extend(calls)
+            ratios.append(median(this["ours"]) / median(this["theirs"]))
     finally:
         gc.enable()
-    return times["ours"], times["theirs"]
+    return Timings(times["ours"], times["theirs"], ratios)
 
 
 def run(quick: bool = False, iterations: int = 0) -> List[Result]:
@@ -84,15 +94,17 @@ def run(quick: bool = False, iterations: int = 0) -> List[Result]:
     banner("assert_trt_close against torch.testing.assert_close, passing comparisons")
     results = []
     for name, what, actual, expected, checked in _cases(torch):
-        n = iterations or (50 if quick else 4000)
-        if name.endswith("_large"):  # ~25 ms a call: fewer calls
-            n = max(50, n // 40)
-        ours, theirs = measure(assert_trt_close, torch.testing.assert_close, actual, expected, n)
+        n, block = iterations or (50 if quick else 4000), BLOCK
+        if name.endswith("_large"):  # ~10 ms a call: fewer calls, in short blocks so the machine drifts less
+            n, block = max(50, n // 20), 5
+        timed = measure(assert_trt_close, torch.testing.assert_close, actual, expected, n, block)
+        ours, theirs = timed.ours, timed.theirs
         result = Result(
             name=name, what=f"assert_trt_close, passing, {what}: per call",
             value=median(ours) / 1000, baseline=median(theirs) / 1000, unit="us",
             target=TARGET if checked else None, checked=not quick,
-            detail={"calls": f"{len(ours)} each, alternating blocks of {BLOCK}",
+            paired=median(timed.ratios), rounds=len(timed.ratios), ratios=timed.ratios,
+            detail={"calls": f"{len(ours)} each, alternating blocks of {block}",
                     "spread (us)": f"{spread([t / 1000 for t in ours])} vs {spread([t / 1000 for t in theirs])}"},
         )
         print(result.line(), flush=True)
@@ -103,7 +115,7 @@ def run(quick: bool = False, iterations: int = 0) -> List[Result]:
 def main(argv: List[str] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="few calls, no timing assertions")
-    parser.add_argument("--iterations", type=int, default=0, help="calls per side (default 4000; 100 for 1000x1000)")
+    parser.add_argument("--iterations", type=int, default=0, help="calls per side (default 4000; 200 for 1000x1000)")
     args = parser.parse_args(argv)
     results = run(args.quick, args.iterations)
     return 1 if any(r.missed for r in results) else 0
