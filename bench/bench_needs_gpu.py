@@ -20,7 +20,7 @@ from typing import List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import Result, banner, clean_env, interleaved, median, paired_median, spread
+from _common import Result, banner, clean_env, interleaved, median, paired_median, per_round, spread
 
 TARGET = 1.02
 
@@ -68,7 +68,8 @@ def suite(n_tests: int, runs: int, quick: bool) -> List[Result]:
     cpu_ratio, cpu_aa = median(cpu["skip"]) / median(cpu["fail"]), median(cpu["fail (A/A)"]) / median(cpu["fail"])
     print(f"A/A ratio of medians {control / off:.3f}; skip/fail {ratio:.3f}: {verdict}; probes: {' | '.join(probes)}")
     result = Result("needs_gpu_suite", f"suite of {n_tests} passing tests, --trtcap-needs-gpu skip vs fail (wall)",
-                    on, off, "s", TARGET, checked=not quick,
+                    on, off, "s", TARGET, checked=not quick, paired=paired_median(wall["skip"], wall["fail"]),
+                    rounds=runs, ratios=per_round(wall["skip"], wall["fail"]),
                     detail={"runs": f"{runs} each, rotated with an A/A control", "tests": str(n_tests),
                             "per-round median ratio": f"{paired_median(wall['skip'], wall['fail']):.3f}",
                             "A/A control (fail vs fail)": f"{control:.3f} s, ratio of medians {control / off:.3f}",

@@ -43,3 +43,23 @@ def test_without_rounds_the_ratio_alone_decides_and_information_rows_are_never_m
     assert result(1.06, 1.00).outcome == "MISSED"
     assert result(9.0, 1.00, target=None).outcome == "for information"
     assert not result(9.0, 1.00, target=None).missed
+
+
+def test_a_wall_figure_that_looks_met_while_its_instruction_count_exceeds_the_target_is_not_measurable():
+    """The count cannot be moved by the machine's noise; a wall figure below it came from that noise."""
+    tight = [0.97, 0.971, 0.972, 0.973] * 4
+    r = Result("x", "x", 0.97, 1.00, "s", 1.02, paired=0.97, ratios=tight, counted=1.046)
+    assert r.outcome == "not measurable" and not r.missed
+    assert "counted in CPU instructions 1.046" in r.line()
+    assert Result("x", "x", 0.97, 1.00, "s", 1.02, paired=0.97, ratios=tight, counted=1.015).outcome == "met"
+
+
+def test_run_all_gives_each_plugin_load_figure_its_instruction_count():
+    from run_all import link_counts
+
+    wall = Result("plugin_load_no_pyc", "x", 0.97, 1.00, "s", 1.02)
+    other = Result("plugin_load", "x", 0.97, 1.00, "s", 1.02)
+    count = Result("plugin_load_instructions_no_pyc", "x", 1593.0, 1523.0, "M instructions", None)
+    link_counts([wall, other, count])
+    assert wall.counted == pytest.approx(1593 / 1523)
+    assert other.counted is None  # its count was not measured (no valgrind): the wall figure decides alone
