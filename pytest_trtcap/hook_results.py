@@ -78,9 +78,9 @@ def _each(caller: Any, **kwargs: Any) -> Iterator[HookResult]:
 
 def _raised_at(exc: BaseException) -> str:
     """`` at FILE:LINE`` of the innermost frame that raised ``exc`` (the usage error shows no traceback)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
+    from .needs_gpu import innermost  # the traceback walk's one home; loaded only for this error
+
+    tb = innermost(exc.__traceback__)
     if tb is None:
         return ""
     return one_line(f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}")

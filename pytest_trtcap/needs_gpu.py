@@ -106,7 +106,8 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def _innermost(tb: Optional[TracebackType]) -> Optional[TracebackType]:
+def innermost(tb: Optional[TracebackType]) -> Optional[TracebackType]:
+    """The innermost entry of a traceback: the frame that raised."""
     last = None
     while tb is not None:
         last, tb = tb, tb.tb_next
@@ -115,7 +116,7 @@ def _innermost(tb: Optional[TracebackType]) -> Optional[TracebackType]:
 
 def _raised_in(exc: BaseException, module: str, source: str) -> bool:
     """The exception's innermost frame is in ``module``, on a line whose source is ``source``."""
-    tb = _innermost(exc.__traceback__)
+    tb = innermost(exc.__traceback__)
     if tb is None or tb.tb_frame.f_globals.get("__name__") != module:
         return False
     line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_globals).strip()
@@ -128,7 +129,7 @@ CUDA_MODULE = "torch.cuda"
 
 
 def _is_cuda_init(exc: BaseException) -> bool:
-    tb = _innermost(exc.__traceback__)
+    tb = innermost(exc.__traceback__)
     if tb is None:
         return False
     module = str(tb.tb_frame.f_globals.get("__name__") or "")
@@ -187,7 +188,7 @@ def chain(exc: BaseException) -> Iterator[BaseException]:
         if current.__cause__ is not None:
             todo.append(current.__cause__)
         elif current.__context__ is not None and not current.__suppress_context__ and _in_library(
-            _innermost(current.__traceback__)
+            innermost(current.__traceback__)
         ):
             todo.append(current.__context__)
 
@@ -195,7 +196,7 @@ def chain(exc: BaseException) -> Iterator[BaseException]:
 def _decided_by_the_test(exc: BaseException) -> bool:
     """An assertion (or ``pytest.fail``) the test's own code raised: a failure, whatever led to it."""
     failed = type(exc).__name__ == "Failed" and type(exc).__module__.startswith("_pytest")
-    return (isinstance(exc, AssertionError) or failed) and not _in_library(_innermost(exc.__traceback__))
+    return (isinstance(exc, AssertionError) or failed) and not _in_library(innermost(exc.__traceback__))
 
 
 def _is_test_frame(tb: TracebackType) -> bool:
@@ -244,7 +245,7 @@ def error_line(exc: BaseException) -> str:
     """``Type: first line``, printable, one line; a long line is cut at its first sentence, then at 200 chars."""
     line = _first_line(exc)
     if not line:
-        tb = _innermost(exc.__traceback__)
+        tb = innermost(exc.__traceback__)
         if tb is not None:
             source = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_globals).strip()
             line = f"`{source}` in {tb.tb_frame.f_globals.get('__name__')}"
