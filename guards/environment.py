@@ -4,6 +4,9 @@ read, the backend names, the capability markers' names, and how a compute capabi
 Apart from ``capabilities`` and ``targets`` so the pytest plugin can declare its settings and register its markers
 (which mirror these) without loading the parsing or the predicate: the plugin loads in every pytest run of an
 environment.
+
+PYTEST_DONT_REWRITE: pytest rewrites the asserts of a plugin's modules as it imports them, which costs every
+pytest run whose bytecode is not cached; this module, loaded in every run, has no assert to rewrite.
 """
 
 from typing import Tuple

@@ -3,6 +3,9 @@
 The pytest plugin stays dormant in sessions that never use the guards or Torch-TensorRT (it loads in every pytest
 run of an environment); it listens here so that it can start holding the guards' state before the first change
 is made, wherever that happens. Listeners are called once and dropped.
+
+PYTEST_DONT_REWRITE: pytest rewrites the asserts of a plugin's modules as it imports them, which costs every
+pytest run whose bytecode is not cached; this module, loaded in every run, has no assert to rewrite.
 """
 
 from typing import Any, Callable, List

@@ -2,6 +2,9 @@
 
 Apart from ``gpuless`` (what is answered, and the record of it) because the pytest plugin arms this hook in every
 pytest run of an environment, and most of them never import Torch-TensorRT: only this small module loads with it.
+
+PYTEST_DONT_REWRITE: pytest rewrites the asserts of a plugin's modules as it imports them, which costs every
+pytest run whose bytecode is not cached; this module, loaded in every run, has no assert to rewrite.
 """
 
 from __future__ import annotations

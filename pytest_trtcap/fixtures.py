@@ -2,6 +2,9 @@
 
 Registered by the plugin's ``pytest_configure`` (so ``-p no:trtcap`` leaves them out too), in every pytest run of
 an environment: nothing more loads until a fixture is set up, and torch only with a fixture that needs it.
+
+PYTEST_DONT_REWRITE: pytest rewrites the asserts of a plugin's modules as it imports them, which costs every
+pytest run whose bytecode is not cached; this module, loaded in every run, has no assert to rewrite.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """Hook specifications of pytest-trtcap, registered from ``pytest_addhooks``.
 
 Implement them in a ``conftest.py`` or a plugin of your own.
+
+PYTEST_DONT_REWRITE: pytest rewrites the asserts of a plugin's modules as it imports them, which costs every
+pytest run whose bytecode is not cached; this module, loaded in every run, has no assert to rewrite.
 """
 
 from __future__ import annotations

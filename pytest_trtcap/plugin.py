@@ -8,6 +8,9 @@ implemented, the suite imports torch_tensorrt or changes the guards' state, a co
 markers, or xdist runs the session. ``_activate`` is that moment, wherever it falls; the session's state
 (``state``) and its hooks (``session``) load then. Every module loaded here is paid by every pytest run (and
 compiled by each one where bytecode is not cached), so the dormant path is kept to a few small functions.
+
+PYTEST_DONT_REWRITE: pytest rewrites the asserts of a plugin's modules as it imports them, which costs every
+pytest run whose bytecode is not cached; this module, loaded in every run, has no assert to rewrite.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ if TYPE_CHECKING:
 #: The session's state once something needs it; None while the session is dormant; absent before configure and
 #: after unconfigure.
 _STATE = pytest.StashKey[Optional["TrtcapState"]]()
-_SESSION = pytest.StashKey[pytest.Session]()
 
 # --- registration -----------------------------------------------------------------------------------
 
@@ -126,7 +128,6 @@ def _state(config: pytest.Config, resolved: Any = None, target_hook_plugins: tup
         from .state import TrtcapState
 
         state = config.stash[_STATE] = TrtcapState(config, resolved, target_hook_plugins)
-        state.pytest_session = config.stash.get(_SESSION, None)
     return state
 
 
@@ -190,13 +191,6 @@ def _carries_marker(nodes: Any) -> bool:
     that node; ``item.add_marker`` puts one on the item after its collector reported)."""
     names = options.MARKER_NAMES
     return any(mark.name in names for node in nodes for mark in getattr(node, "own_markers", ()))
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    session.config.stash[_SESSION] = session
-    state = session.config.stash.get(_STATE, None)
-    if state is not None:
-        state.pytest_session = session
 
 
 @pytest.hookimpl(wrapper=True)

@@ -77,7 +77,6 @@ class TrtcapState:
         self.exit = ExitStack()
         self.isolation: Optional[isolation.Isolation] = None
         self.session: Optional[SessionPlugin] = None  # the per-session hooks, once active
-        self.pytest_session: Optional[pytest.Session] = None
         self.guards_installed_by_us = False
         self.installed_targets: tuple = ()
         self.worker_status: List[Dict[str, Any]] = []
@@ -103,7 +102,7 @@ class TrtcapState:
         """The test of this session that is running now, if any (pytest names it in ``PYTEST_CURRENT_TEST``)."""
         current = os.environ.get("PYTEST_CURRENT_TEST", "")
         nodeid, _, when = current.rpartition(" ")
-        session = self.pytest_session
+        session = self.config.pluginmanager.get_plugin("session")  # pytest registers its Session under that name
         if not nodeid or session is None:
             return None
         item = next((i for i in getattr(session, "items", ()) if i.nodeid == nodeid), None)

@@ -33,8 +33,25 @@ def test_importing_the_plugin_loads_neither_rules_table_checks_predicate_nor_reg
     assert "pytest_trtcap.options" in loaded  # the markers are registered by the names declared there
     for heavy in ("trtcap_guards.rules", "trtcap_guards.node_checks", "trtcap_guards.targets",
                   "trtcap_guards.registry", "trtcap_guards.validators", "trtcap_guards.builder",
-                  "trtcap_guards.capabilities", "pytest_trtcap.markers", "pytest_trtcap.state", "torch"):
+                  "trtcap_guards.capabilities", "pytest_trtcap.markers", "pytest_trtcap.state",
+                  "trtcap_guards.exports", "torch"):
         assert heavy not in loaded, loaded
+
+
+def test_the_modules_every_pytest_run_loads_have_no_assert_for_pytest_to_rewrite() -> None:
+    """They opt out of pytest's assertion rewriting (``PYTEST_DONT_REWRITE``), which every run whose bytecode is
+    not cached would otherwise pay for; an assert added to one would then fail without pytest's explanation."""
+    import ast
+    import importlib
+
+    loaded = _loaded("import pytest, pytest_trtcap.plugin")
+    ours = [name for name in loaded if name.startswith(("pytest_trtcap", "trtcap_guards"))]
+    assert "pytest_trtcap.plugin" in ours and "trtcap_guards.import_hook" in ours
+    for name in ours:
+        with open(importlib.import_module(name).__file__, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        assert "PYTEST_DONT_REWRITE" in (ast.get_docstring(tree) or ""), name
+        assert not [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)], name
 
 
 def test_the_isolations_registry_access_loads_no_heavy_module_and_imports_nothing() -> None:

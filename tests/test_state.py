@@ -82,10 +82,11 @@ def test_the_report_header_and_a_fixture_read_the_guards_without_waking_it(pytes
 
 
 #: What the report header of a plain run (``pytest``, no ``-q``) may load beyond the plugin's import: the header
-#: itself, the session's settings (their defaults) it shows, the predicate that decides its line, and the look at
-#: whether Torch-TensorRT's registry is loaded.
-HEADER = ("pytest_trtcap.report_lines", "pytest_trtcap.state", "trtcap_guards.targets", "trtcap_guards.capabilities",
-          "trtcap_guards.distributions", "trtcap_guards.live_registry", "trtcap_guards.undo")
+#: itself, the session's settings (their defaults) it shows, the predicate that decides its line (named through the
+#: guards' table of exports), and the look at whether Torch-TensorRT's registry is loaded.
+HEADER = ("pytest_trtcap.report_lines", "pytest_trtcap.state", "trtcap_guards.exports", "trtcap_guards.targets",
+          "trtcap_guards.capabilities", "trtcap_guards.distributions", "trtcap_guards.live_registry",
+          "trtcap_guards.undo")
 
 
 def test_a_plain_run_of_an_unrelated_suite_loads_only_the_header_beyond_the_import(pytester: pytest.Pytester) -> None:
