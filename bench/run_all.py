@@ -74,6 +74,13 @@ NOTES = [
     "are outside it). With bytecode caches and from the source-only copy; pytest-xdist's plugin is counted "
     "both ways too, as a yardstick (with it against `-p no:xdist -p no:xdist.looponfail`, ours off on both sides). "
     "For information: the checked figure is the wall-time one.",
+    "- **the lightest well-known plugins** (`bench/bench_lightest_plugins.py`, where valgrind is installed and pip "
+    "can install from an index): pytest-timeout, pytest-randomly and this project (a wheel built from the "
+    "checkout), each installed with `pip install --no-compile` into one throwaway virtual environment beside this "
+    "environment's pytest version; each counted alone against pytest alone (every other plugin off on both sides), "
+    "as above, with bytecode caches and with `PYTHONDONTWRITEBYTECODE=1` and no `.pyc` of the plugin under test. "
+    "For information: what 2% means for plugins users already accept, installed the way users install them (pytest "
+    "then rewrites every module of the distribution, not only the entry point's package).",
     "- **import cost**: `python -X importtime -c \"import pytest, importlib.metadata; import MODULE\"` in fresh "
     "processes, `pytest_trtcap.plugin` and `_hypothesis_pytestplugin` alternated round by round; the module's "
     "cumulative column (pytest's own import is outside it). Target <= 8 ms with bytecode caches; without them "
@@ -108,6 +115,7 @@ NOTES = [
 
 def _benchmarks() -> List[Tuple[str, Callable[[bool], List[Result]]]]:
     import bench_isolation
+    import bench_lightest_plugins
     import bench_load_instructions
     import bench_needs_gpu
     import bench_partition
@@ -117,6 +125,7 @@ def _benchmarks() -> List[Tuple[str, Callable[[bool], List[Result]]]]:
     return [
         ("plugin load", lambda quick: bench_plugin_load.run(quick)),
         ("plugin load in instructions", lambda quick: bench_load_instructions.run(quick)),
+        ("the lightest well-known plugins", lambda quick: bench_lightest_plugins.run(quick)),
         ("isolation", lambda quick: bench_isolation.run(quick)),
         ("partitioning", lambda quick: bench_partition.run(quick)),
         ("assert_trt_close", lambda quick: bench_trt_close.run(quick)),

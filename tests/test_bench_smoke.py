@@ -25,6 +25,12 @@ RATIOS = (
     "plugin_load_instructions_lean_no_pyc",
     "xdist_load_instructions",
     "xdist_load_instructions_no_pyc",
+    "lightest_trtcap_no_pyc",  # these six where valgrind is installed and pip can install the yardsticks
+    "lightest_trtcap",
+    "lightest_timeout_no_pyc",
+    "lightest_timeout",
+    "lightest_randomly_no_pyc",
+    "lightest_randomly",
     "import_cost",
     "import_cost_no_pyc",
     "isolation_per_test",
@@ -58,8 +64,10 @@ def test_run_all_quick_prints_every_ratio() -> None:
     assert proc.returncode == 0, out[-6000:]
     names = RATIOS
     if shutil.which("valgrind") is None:  # the instruction counts need it; they say they are left out
-        names = tuple(n for n in RATIOS if "instructions" not in n)
+        names = tuple(n for n in RATIOS if "instructions" not in n and not n.startswith("lightest_"))
         assert "valgrind is not installed, left out" in out
+    elif "could not install the yardsticks" in out:  # no index to install from: said, and the rest still runs
+        names = tuple(n for n in RATIOS if not n.startswith("lightest_"))
     for name in names:
         line = re.search(rf"^ratio {name}: (\d+\.\d+) \(.+ vs baseline .+\)$", out, re.MULTILINE)
         assert line is not None, f"no ratio line for {name}:\n{out[-6000:]}"
