@@ -22,16 +22,17 @@ import importlib
 import sys
 from typing import Any, List
 
-#: Every submodule, imported on first access like the exports (listed in ``exports``).
+#: Every submodule, imported on first access (``trtcap_guards.rules``) like the exports; here, not in ``exports``,
+#: because ``from trtcap_guards import first_use`` asks for one, and the plugin's import must not load the table.
 _SUBMODULES = ("builder", "capabilities", "distributions", "environment", "exports", "first_use", "gpuless",
-              "import_hook", "live_registry", "node_checks", "registry", "review", "review_2_14", "rules", "state",
-              "targets", "undo", "validators")
+               "import_hook", "live_registry", "node_checks", "registry", "review", "review_2_14", "rules", "state",
+               "targets", "undo", "validators")
 
 
 def __getattr__(name: str) -> Any:
     """Exports are read from their module as ``sys.modules`` holds it now, never kept here: an in-process pytester
     run drops the submodules it loaded, and a kept copy would answer from state nobody declares into any more."""
-    if name in _SUBMODULES:  # first: ``from trtcap_guards import first_use`` asks this before importing it
+    if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)  # the import binds it here, as any submodule import
     from .exports import EXPORTS
 
