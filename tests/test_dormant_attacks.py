@@ -428,6 +428,40 @@ def test_second_run_names_turing(pytester):
     result.assert_outcomes(passed=2)
 
 
+AFTER_AN_IN_PROCESS_RUN_THAT_LOADED_THE_GUARDS = '''
+import trtcap_guards as guards
+
+def test_1_runs_a_session_in_process(pytester):
+    pytester.makepyfile("import trtcap_guards as guards\\n\\ndef test_one():\\n"
+                        "    with guards.declare_targets('7.5', origin='inner'):\\n        pass\\n")
+    pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+def test_2_leaks():
+    guards.declare_targets("8.9", origin="outer body")
+
+def test_3_sees_nothing_declared():
+    assert guards.capability_decision(probe_host=False).targets == ()
+'''
+
+
+@pytest.mark.parametrize("quiet", [("-q",), ("-p", "no:terminal")])
+def test_a_leak_after_an_in_process_run_that_first_loaded_the_guards_is_named_and_undone(
+    pytester: pytest.Pytester, quiet: tuple,
+) -> None:
+    """A quiet outer session (no header: the guards' state modules unloaded) runs a session in process that loads
+    them; pytester drops them from ``sys.modules`` afterwards, but the package still held them as attributes. The
+    state module imported again at the next hold took those dropped ones (``from . import targets``) and compared
+    a state nobody declares into any more: a later test's leak went unnamed and stayed for the test after it."""
+    pytester.makeconftest("pytest_plugins = ['pytester']\n")
+    pytester.makepyfile(test_outer=AFTER_AN_IN_PROCESS_RUN_THAT_LOADED_THE_GUARDS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *quiet, "-W",
+                                           "error::pytest_trtcap.TrtcapLeakWarning", "--junitxml=outer.xml")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    report = (pytester.path / "outer.xml").read_text()
+    assert 'name="test_3_sees_nothing_declared"' in report and "<failure" not in report, report
+    assert "test_outer.py::test_2_leaks leaked global state" in report and "declared targets 8.9" in report, report
+
+
 IMPORTS_AFTER_THE_PLUGIN_CLOSED = """
 import pytest
 

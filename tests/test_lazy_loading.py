@@ -77,6 +77,38 @@ def test_every_exported_name_resolves_and_is_listed() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+DROPPED = """
+import sys
+import trtcap_guards as g
+import trtcap_guards.state
+for name in [m for m in sys.modules if m.startswith("trtcap_guards.")]:
+    del sys.modules[name]  # as pytester does after an in-process run
+from trtcap_guards import state, targets
+assert targets is sys.modules["trtcap_guards.targets"], "from trtcap_guards import targets: a dropped copy"
+assert g.targets is targets and g.state is state, "the package's attribute: a dropped copy"
+assert state.targets is targets, "the state module's own 'from . import targets': a dropped copy"
+g.declare_targets("8.9")
+assert state.state_snapshot().targets == ((8, 9),), "the state read from a module nobody declares into"
+"""
+
+
+def test_a_submodule_dropped_from_sys_modules_is_answered_again_not_from_a_kept_copy() -> None:
+    """pytester drops from ``sys.modules`` the modules an in-process run loaded; the import system had also bound
+    each submodule on the package. Kept, that copy answered ``from trtcap_guards import targets`` and the guards'
+    own ``from . import targets`` in a module imported again: the guards' state split in two."""
+    proc = subprocess.run([sys.executable, "-c", DROPPED], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_dir_and_getmembers_list___all__() -> None:
+    """``__all__`` is answered on first use, not a global: ``dir()`` (and so ``inspect.getmembers``, completion)
+    must still list it, as it lists the exports."""
+    import inspect
+
+    assert "__all__" in dir(trtcap_guards)
+    assert dict(inspect.getmembers(trtcap_guards))["__all__"] == trtcap_guards.__all__
+
+
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no_such_name"):
         trtcap_guards.no_such_name  # noqa: B018
