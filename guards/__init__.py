@@ -20,10 +20,12 @@ if __name__ != "trtcap_guards":
 
 import importlib
 import sys
+from types import ModuleType
 from typing import Any, List
 
-#: Every submodule, imported on first access (``trtcap_guards.rules``) like the exports; here, not in ``exports``,
-#: because ``from trtcap_guards import first_use`` asks for one, and the plugin's import must not load the table.
+#: Every submodule, imported on first access (``trtcap_guards.rules``) like the exports, and on each access answered
+#: from ``sys.modules`` (``_Package``); here, not in ``exports``, because ``from trtcap_guards import first_use`` asks
+#: for one, and the plugin's import must not load the table.
 _SUBMODULES = ("builder", "capabilities", "distributions", "environment", "exports", "first_use", "gpuless",
                "import_hook", "live_registry", "node_checks", "registry", "review", "review_2_14", "rules", "state",
                "targets", "undo", "validators")
@@ -33,7 +35,7 @@ def __getattr__(name: str) -> Any:
     """Exports are read from their module as ``sys.modules`` holds it now, never kept here: an in-process pytester
     run drops the submodules it loaded, and a kept copy would answer from state nobody declares into any more."""
     if name in _SUBMODULES:
-        return importlib.import_module(f".{name}", __name__)  # the import binds it here, as any submodule import
+        return importlib.import_module(f".{name}", __name__)  # never bound here (``_Package``)
     from .exports import EXPORTS
 
     if name in EXPORTS:
@@ -51,4 +53,19 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> List[str]:
     from .exports import EXPORTS
 
-    return sorted(set(globals()) | set(EXPORTS) | set(_SUBMODULES))
+    return sorted(set(globals()) | set(EXPORTS) | set(_SUBMODULES) | {"__all__"})
+
+
+class _Package(ModuleType):
+    """The package keeps no submodule: the import system binds each one here as it loads, and that copy, once an
+    in-process pytester run dropped it from ``sys.modules``, would answer ``from trtcap_guards import targets`` and
+    our own modules' ``from . import targets`` when imported again, splitting the guards' state in two. Unbound,
+    each is answered by ``__getattr__`` from ``sys.modules``, imported again where it was dropped."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _SUBMODULES and value is sys.modules.get(f"{__name__}.{name}"):
+            return  # the import system's binding; anything else set here (a test's stand-in) is kept
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
