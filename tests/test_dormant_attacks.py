@@ -462,6 +462,34 @@ def test_a_leak_after_an_in_process_run_that_first_loaded_the_guards_is_named_an
     assert "test_outer.py::test_2_leaks leaked global state" in report and "declared targets 8.9" in report, report
 
 
+FILTER_AFTER_AN_IN_PROCESS_RUN = '''
+import pytest
+import trtcap_guards as guards
+
+def test_1_runs_a_session_in_process(pytester):
+    pytester.makepyfile("def test_one():\\n    pass\\n")
+    pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "-W",
+                       "error::pytest_trtcap.TrtcapLeakWarning").assert_outcomes(passed=1)
+
+@pytest.mark.filterwarnings("error::pytest_trtcap.TrtcapLeakWarning")
+def test_2_leaks():
+    guards.declare_targets("8.9", origin="outer body")
+'''
+
+
+def test_a_leak_warning_filter_named_after_an_in_process_run_still_matches_the_warning(
+    pytester: pytest.Pytester,
+) -> None:
+    """The in-process session first named ``pytest_trtcap.TrtcapLeakWarning``; the package kept that class while
+    pytester dropped its module, so the outer session, loading the module again, warned with another class than
+    the one a later ``filterwarnings("error::pytest_trtcap.TrtcapLeakWarning")`` named: the leak stayed a warning."""
+    pytester.makeconftest("pytest_plugins = ['pytester']\n")
+    pytester.makepyfile(test_outer=FILTER_AFTER_AN_IN_PROCESS_RUN)
+    result = pytester.runpytest_subprocess(*RUN, "-q")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["ERROR test_outer.py::test_2_leaks - *TrtcapLeakError*"])
+
+
 IMPORTS_AFTER_THE_PLUGIN_CLOSED = """
 import pytest
 
