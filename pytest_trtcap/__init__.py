@@ -33,12 +33,13 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
+    """Read from the module as ``sys.modules`` holds it now, never kept here: an in-process pytester run drops the
+    modules it loaded, and a kept class would no longer be the one the plugin raises and warns with (a warnings
+    filter naming ``pytest_trtcap.TrtcapLeakWarning`` would then match nothing)."""
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value  # later look-ups are plain attribute reads
-    return value
+    return getattr(importlib.import_module(f".{module}", __name__), name)
 
 
 def __dir__() -> List[str]:
