@@ -467,7 +467,7 @@ import pytest
 import trtcap_guards as guards
 
 def test_1_runs_a_session_in_process(pytester):
-    pytester.makepyfile("def test_one():\\n    pass\\n")
+    pytester.makepyfile("import trtcap_guards as guards\\n\\ndef test_one():\\n    {inner}\\n")
     pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "-W",
                        "error::pytest_trtcap.TrtcapLeakWarning").assert_outcomes(passed=1)
 
@@ -477,14 +477,19 @@ def test_2_leaks():
 '''
 
 
+@pytest.mark.parametrize("inner", [
+    pytest.param("pass", id="the inner session names the warning"),
+    pytest.param("with guards.declare_targets('7.5', origin='inner'):\\n        pass", id="and wakes the outer one"),
+])
 def test_a_leak_warning_filter_named_after_an_in_process_run_still_matches_the_warning(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, inner: str,
 ) -> None:
-    """The in-process session first named ``pytest_trtcap.TrtcapLeakWarning``; the package kept that class while
-    pytester dropped its module, so the outer session, loading the module again, warned with another class than
-    the one a later ``filterwarnings("error::pytest_trtcap.TrtcapLeakWarning")`` named: the leak stayed a warning."""
+    """pytester drops the modules an in-process session loaded, ``pytest_trtcap.errors`` among them: the class a
+    later ``filterwarnings("error::pytest_trtcap.TrtcapLeakWarning")`` names must be the one the outer session
+    warns with, whether the package kept the inner session's class, or the outer session woke during the inner
+    run (so its hooks hold the dropped module's class): else the leak stays a warning."""
     pytester.makeconftest("pytest_plugins = ['pytester']\n")
-    pytester.makepyfile(test_outer=FILTER_AFTER_AN_IN_PROCESS_RUN)
+    pytester.makepyfile(test_outer=FILTER_AFTER_AN_IN_PROCESS_RUN.replace("{inner}", inner))
     result = pytester.runpytest_subprocess(*RUN, "-q")
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines(["ERROR test_outer.py::test_2_leaks - *TrtcapLeakError*"])
