@@ -18,11 +18,11 @@ import pytest
 import trtcap_guards as guards
 
 from . import markers
-from .errors import TrtcapLeakError, TrtcapLeakWarning
 from .report_properties import OwnProperties, attach
 from .text import one_line
 
 if TYPE_CHECKING:
+    from .errors import TrtcapLeakError
     from .state import TrtcapState
 
 _HELD = pytest.StashKey[bool]()
@@ -202,7 +202,12 @@ class SessionPlugin:
         self.fixture_leaks.clear()
 
     def _report_leak(self, item: pytest.Item, subject: str, changes: List[str]) -> Optional[TrtcapLeakError]:
-        """Warn about a leak; the error to raise under ``--trtcap-strict`` or a filter that makes warnings errors."""
+        """Warn about a leak; the error to raise under ``--trtcap-strict`` or a filter that makes warnings errors.
+
+        The classes are imported here, as ``sys.modules`` holds them now, as a filter naming them is resolved: this
+        session may have woken during an in-process pytester run that has since dropped the module it loaded."""
+        from .errors import TrtcapLeakError, TrtcapLeakWarning
+
         what = "; ".join(changes)
         path, lineno, _ = item.location
         try:
