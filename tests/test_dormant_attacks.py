@@ -495,6 +495,35 @@ def test_a_leak_warning_filter_named_after_an_in_process_run_still_matches_the_w
     result.stdout.fnmatch_lines(["ERROR test_outer.py::test_2_leaks - *TrtcapLeakError*"])
 
 
+IMPORT_AFTER_A_NESTED_MAIN = """
+import pytest
+
+class BodyPattern:
+    pass
+
+def test_1_runs_pytest_main_in_process():
+    assert pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "inner"]) == 0
+
+def test_2_imports_torch_tensorrt_and_leaks():
+    from torch_tensorrt.dynamo.partitioning._atomic_subgraphs import register_atomic_subgraph
+
+    register_atomic_subgraph(init_args=(), is_core_aten=True)(BodyPattern)
+"""
+
+
+def test_a_session_run_by_pytest_main_inside_a_test_leaves_the_outer_import_hook_armed(
+    pytester: pytest.Pytester,
+) -> None:
+    """The inner session disarmed every import hook as it ended, the outer session's too: the outer suite's first
+    ``import torch_tensorrt`` was then neither answered on a host without CUDA (it failed) nor guarded, and the
+    outer session never woke."""
+    pytester.mkdir("inner").joinpath("test_inner.py").write_text("def test_inner():\n    pass\n")
+    pytester.makepyfile(test_outer=IMPORT_AFTER_A_NESTED_MAIN)
+    result = pytester.runpytest_subprocess(*RUN, "test_outer.py")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_2_imports_torch_tensorrt_and_leaks -> added ATOMIC_SUBGRAPHS entry*"])
+
+
 IMPORTS_AFTER_THE_PLUGIN_CLOSED = """
 import pytest
 
