@@ -100,3 +100,16 @@ def install_import_hook(
 
 def remove_import_hook() -> None:
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _ImportHook)]
+
+
+def armed_hooks() -> List[Any]:
+    """The hooks armed now: a pytest session run inside another (``pytest.main`` in a test) replaces the enclosing
+    session's hook with its own, and gives these to ``rearm`` when it ends."""
+    return [f for f in sys.meta_path if isinstance(f, _ImportHook)]
+
+
+def rearm(hooks: List[Any]) -> None:
+    """Disarm, then arm ``hooks`` (from ``armed_hooks``) again where torch_tensorrt is still not imported."""
+    remove_import_hook()
+    if "torch_tensorrt" not in sys.modules:
+        sys.meta_path[:0] = hooks

@@ -66,10 +66,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """Arm the import hook before conftests load: they may ``import torch_tensorrt`` at module level."""
+    outer = import_hook.armed_hooks()  # an enclosing session's (``pytest.main`` in a test): armed again at the end
     mode, target = _early(early_config, "gpu_less_import"), _early(early_config, "target_sm")
     _arm_import_hook(early_config, mode == "auto", target[0] if target else None)
     # a run that never configures (a conftest that fails to import, --version) never unconfigures: disarm here too.
-    early_config.add_cleanup(import_hook.remove_import_hook)
+    early_config.add_cleanup(lambda: import_hook.rearm(outer))
 
 
 def _early(config: pytest.Config, dest: str) -> Any:
