@@ -511,13 +511,15 @@ def test_2_imports_torch_tensorrt_and_leaks():
 """
 
 
+@pytest.mark.parametrize("inner", ["pass", "import torch_tensorrt  # noqa: F401"], ids=["inner uses nothing",
+                                                                                     "inner imports it"])
 def test_a_session_run_by_pytest_main_inside_a_test_leaves_the_outer_import_hook_armed(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, inner: str,
 ) -> None:
     """The inner session disarmed every import hook as it ended, the outer session's too: the outer suite's first
     ``import torch_tensorrt`` was then neither answered on a host without CUDA (it failed) nor guarded, and the
-    outer session never woke."""
-    pytester.mkdir("inner").joinpath("test_inner.py").write_text("def test_inner():\n    pass\n")
+    outer session never woke. Where the inner session imported it, the outer one wakes as that session ends."""
+    pytester.mkdir("inner").joinpath("test_inner.py").write_text(f"def test_inner():\n    {inner}\n")
     pytester.makepyfile(test_outer=IMPORT_AFTER_A_NESTED_MAIN)
     result = pytester.runpytest_subprocess(*RUN, "test_outer.py")
     result.assert_outcomes(passed=2)
