@@ -109,7 +109,13 @@ def armed_hooks() -> List[Any]:
 
 
 def rearm(hooks: List[Any]) -> None:
-    """Disarm, then arm ``hooks`` (from ``armed_hooks``) again where torch_tensorrt is still not imported."""
+    """Disarm, then arm ``hooks`` (from ``armed_hooks``) again; where torch_tensorrt was imported meanwhile (under
+    the hook that replaced them), call their ``after`` callbacks now instead, as that import would have."""
     remove_import_hook()
-    if "torch_tensorrt" not in sys.modules:
+    module = sys.modules.get("torch_tensorrt")
+    if module is None:
         sys.meta_path[:0] = hooks
+        return
+    for hook in hooks:
+        for callback in hook.after:
+            callback(module)
