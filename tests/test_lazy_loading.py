@@ -100,6 +100,21 @@ def test_a_submodule_dropped_from_sys_modules_is_answered_again_not_from_a_kept_
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+def test_a_submodule_stood_in_for_on_the_package_is_put_back() -> None:
+    """A test may stand in for a submodule on the package (by monkeypatch, or by hand); setting the real one back,
+    the module ``sys.modules`` holds, must drop the stand-in, not keep it."""
+    import types
+
+    real = trtcap_guards.targets
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(trtcap_guards, "targets", types.ModuleType("stand_in"))
+        assert trtcap_guards.targets is not real
+    assert trtcap_guards.targets is real
+    trtcap_guards.targets = types.ModuleType("stand_in")
+    trtcap_guards.targets = real
+    assert trtcap_guards.targets is real
+
+
 def test_dir_and_getmembers_list___all__() -> None:
     """``__all__`` is answered on first use, not a global: ``dir()`` (and so ``inspect.getmembers``, completion)
     must still list it, as it lists the exports."""
