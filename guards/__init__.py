@@ -64,8 +64,9 @@ class _Package(ModuleType):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _SUBMODULES and value is sys.modules.get(f"{__name__}.{name}"):
-            return  # the import system's binding; anything else set here (a test's stand-in) is kept
-        super().__setattr__(name, value)
+            self.__dict__.pop(name, None)  # the import system's binding, or the real one set back over a stand-in
+            return
+        super().__setattr__(name, value)  # anything else (a test's stand-in) is kept
 
 
 sys.modules[__name__].__class__ = _Package
