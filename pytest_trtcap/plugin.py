@@ -69,7 +69,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     outer = import_hook.armed_hooks()  # an enclosing session's (``pytest.main`` in a test): armed again at the end
     mode, target = _early(early_config, "gpu_less_import"), _early(early_config, "target_sm")
     _arm_import_hook(early_config, mode == "auto", target[0] if target else None)
-    # a run that never configures (a conftest that fails to import, --version) never unconfigures: disarm here too.
+    # a run that never configures (a conftest that fails to import, --version) never unconfigures: disarm here too
+    # (and arm again what an enclosing session had armed).
     early_config.add_cleanup(lambda: import_hook.rearm(outer))
 
 
