@@ -32,6 +32,8 @@ class UnservablePlacement(NamedTuple):
 
 
 _RULES_BY_NAME = {r.name: r for r in RULES}
+#: The hierarchical partitioner's name for the TensorRT backend (``backend_support_map`` and its block names).
+TENSORRT_BACKEND = "tensorrt"
 
 
 def _acc_blocks(module: Any) -> List[tuple]:
@@ -43,7 +45,17 @@ def _acc_blocks(module: Any) -> List[tuple]:
             f"got a {type(module).__name__}:{hint or ' ' + repr(module)[:80]}"
         )
     return [(name, child) for name, child in named()
-            if name.rsplit(".", 1)[-1].startswith(ACC_PREFIX) and getattr(child, "graph", None) is not None]
+            if _on_tensorrt(name.rsplit(".", 1)[-1]) and getattr(child, "graph", None) is not None]
+
+
+def _on_tensorrt(block: str) -> bool:
+    """Whether a child named ``block`` runs on TensorRT. The fast and global partitioners name their blocks
+    ``_run_on_acc_<n>`` (the resource partitioner adds ``_resource_split_<m>``); the hierarchical one names each
+    backend's ``_run_on_acc_<backend>_<n>``, and only its ``tensorrt`` backend (its default name) is TensorRT."""
+    if not block.startswith(ACC_PREFIX):
+        return False
+    first = block[len(ACC_PREFIX):].lstrip("_").split("_", 1)[0]
+    return first.isdigit() or first in ("", TENSORRT_BACKEND)
 
 
 def _rejecting(node: Any, rules: List[Rule]) -> Optional[Rule]:

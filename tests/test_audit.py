@@ -75,12 +75,11 @@ def test_hierarchical_partition_audits_only_the_tensorrt_backends_blocks(targets
     from torch_tensorrt.dynamo import partitioning
 
     targets("7.5")
-    gm = tm.lowered_mlp()
-    ops = {n.target for n in gm.graph.nodes if n.op == "call_function"}
+    ops = {n.target for n in tm.lowered_mlp().graph.nodes if n.op == "call_function"}
     linear = {t for t in ops if str(t) == LINEAR}
     for trt, other in ((ops - linear, linear), (ops, set())):
         pm, _ = partitioning.hierarchical_adjacency_partition(
-            gm, min_block_size=1, backend_support_map={"tensorrt": trt, "inductor": other},
+            tm.lowered_mlp(), min_block_size=1, backend_support_map={"tensorrt": trt, "inductor": other},
             backend_priority=["tensorrt", "inductor"])
         found = [(p.block.rsplit("_", 1)[0], p.op) for p in unservable_placements(pm)]
         assert found == ([] if other else [("_run_on_acc_tensorrt", LINEAR)] * 2), [n for n, _ in pm.named_children()]
