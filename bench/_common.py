@@ -37,8 +37,8 @@ class Result:
     detail: Dict[str, str] = field(default_factory=dict)
     checked: bool = True  # False in --quick mode
     problems: List[str] = field(default_factory=list)  # correctness failures found while measuring
-    #: For interleaved runs: the median of the per-round ratios (each round runs both sides back to back),
-    #: which is the ratio checked; the medians of each side are printed beside it.
+    #: For interleaved runs: the median of the per-round ratios (each round runs both sides back to back), printed
+    #: beside the ratio of the two sides' medians, which is the ratio checked (``ratio``).
     paired: Optional[float] = None
     rounds: int = 0
     #: The per-round ratios behind ``paired``: their spread is the run-to-run noise of the figure.
