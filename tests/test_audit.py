@@ -46,6 +46,17 @@ def test_fp16_at_turing_nothing(targets):
     assert unservable_placements(tm.partition(tm.lowered_mlp(torch.float16))) == []
 
 
+def test_fp16_linears_under_use_fp32_acc_at_turing_are_listed_with_the_settings(targets):
+    """``use_fp32_acc=True`` makes the converter build FP32 matrix multiplies from FP16 linears: unservable on
+    Turing. Only the settings say so; without them the audit cannot know and lists nothing."""
+    targets("7.5")
+    settings = tm.compilation_settings(use_fp32_acc=True)
+    pm = tm.partition(tm.lowered_mlp(torch.float16), settings)
+    assert [(p.node, p.rule) for p in unservable_placements(pm, settings)] == [
+        ("linear", "fp32_acc_gemm"), ("linear_1", "fp32_acc_gemm")]
+    assert unservable_placements(pm) == []
+
+
 def test_independent_of_the_validators(targets, guarded):
     """A guard switched off (or a target no validator knows) is still caught: the audit reads the node itself."""
     targets("7.5")

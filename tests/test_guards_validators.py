@@ -904,3 +904,62 @@ def test_validator_on_the_real_fused_nodes(targets):
     assert guards.convolution_capability_validator(node2) is True
     with guards.declare_targets("8.9"):
         assert guards.convolution_capability_validator(node3) is True
+
+
+# --- use_fp32_acc: FP16 nodes, FP32 matrix multiplies --------------------------------------------
+# With ``use_fp32_acc=True`` Torch-TensorRT 2.14's ``impl.matmul.matrix_multiply`` (behind matmul, mm, bmm, mv,
+# dot, addmm and linear) casts FP16 operands to FP32 before the matrix multiply on a strongly typed network, which
+# every TensorRT-RTX network is: the nodes say FP16, TensorRT gets an FP32 GEMM.
+
+
+def fp32_acc_settings(on: bool = True):
+    return tm.compilation_settings(use_fp32_acc=on)
+
+
+@pytest.mark.parametrize("on, expected", [(True, "FLOAT,FLOAT"), (False, "HALF,HALF")])
+def test_fp32_acc_makes_the_converter_build_fp32_matrix_multiplies_from_fp16_nodes(on, expected, targets):
+    """Control on the real converters (guards off): what the rule below is about."""
+    targets("8.9")
+    settings = fp32_acc_settings(on)
+    pm = tm.partition(tm.lowered_mlp(torch.float16), settings)
+    assert tm.children(pm) == ["_run_on_acc_0"]
+    _, (x,) = mlp(torch.float16)
+    assert tm.matrix_multiply_input_dtypes(pm._run_on_acc_0, (x,), settings) == [expected, expected]
+
+
+def test_fp16_mlp_with_fp32_acc_at_turing_moves_both_linears_to_pytorch(targets, guarded):
+    targets("7.5")
+    pm = tm.partition(tm.lowered_mlp(torch.float16), fp32_acc_settings())
+    assert tm.placement(pm) == {"acc": [RELU], "gpu": [LINEAR, LINEAR], "inline": []}
+
+
+@pytest.mark.parametrize("op", sorted(tm.GEMM_OPS))
+def test_fp16_gemm_with_fp32_acc_at_turing_runs_in_pytorch(op, targets, guarded):
+    targets("7.5")
+    pm = tm.partition(gemm(op, torch.float16), fp32_acc_settings())
+    assert tm.placement(pm) == {"acc": [], "gpu": [LOWERED_TARGET[op]], "inline": []}
+
+
+@pytest.mark.parametrize("op", sorted(tm.GEMM_OPS))
+def test_fp16_gemm_with_fp32_acc_at_ada_stays_on_trt(op, targets, guarded):
+    targets("8.9")
+    pm = tm.partition(gemm(op, torch.float16), fp32_acc_settings())
+    assert tm.placement(pm) == {"acc": [LOWERED_TARGET[op]], "gpu": [], "inline": []}
+
+
+def test_fp16_attention_with_fp32_acc_at_turing_stays_on_trt(targets, guarded):
+    """The attention converters do not read use_fp32_acc: FP16 attention stays FP16 on TensorRT."""
+    targets("7.5")
+    pm = tm.partition(_attention(torch.float16), fp32_acc_settings())
+    assert tm.placement(pm) == {"acc": [SDPA], "gpu": [], "inline": []}
+
+
+def test_gemm_validator_reads_use_fp32_acc_from_the_settings_it_is_given(targets):
+    fp16 = the_node(tm.gemm_graph("mm", torch.float16), GEMM_TARGET["mm"])
+    targets("7.5")
+    assert V["gemm_capability_validator"](fp16, fp32_acc_settings()) is False
+    assert V["gemm_capability_validator"](fp16, fp32_acc_settings(False)) is True
+    assert V["gemm_capability_validator"](fp16) is True  # no settings: the converter's default (off)
+    # the converter reads the flag by truth value (``and settings.use_fp32_acc``), and so does the rule
+    assert V["gemm_capability_validator"](fp16, SimpleNamespace(use_fp32_acc=1)) is False
+    assert V["gemm_capability_validator"](fp16, SimpleNamespace(use_fp32_acc=0)) is True

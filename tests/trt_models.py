@@ -304,3 +304,26 @@ def nodes_with_target(gm: torch.fx.GraphModule, target_name: str) -> List[torch.
 
 def call_function_nodes(gm: torch.fx.GraphModule) -> List[torch.fx.Node]:
     return [n for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def matrix_multiply_input_dtypes(block: torch.fx.GraphModule, args: Tuple[torch.Tensor, ...], settings: Any) -> List[str]:
+    """The input dtypes of every matrix-multiply layer Torch-TensorRT's converters build for ``block`` (a
+    ``_run_on_acc_*`` module), one ``"FLOAT,FLOAT"``-style entry per layer.
+
+    Builds the TensorRT-RTX network definition only (no engine), which needs no GPU: it shows what the converters
+    hand to TensorRT, whatever dtypes the fx nodes carry.
+    """
+    torch_tensorrt()
+    import tensorrt as trt
+    from torch_tensorrt import Input
+    from torch_tensorrt.dynamo.conversion._TRTInterpreter import TRTInterpreter
+
+    interpreter = TRTInterpreter(block, [Input.from_tensor(a) for a in args], compilation_settings=settings)
+    interpreter._construct_trt_network_def()
+    net = interpreter.ctx.net
+    layers = [net.get_layer(i) for i in range(net.num_layers)]
+    return [
+        ",".join(layer.get_input(j).dtype.name for j in range(layer.num_inputs))
+        for layer in layers
+        if layer.type == trt.LayerType.MATRIX_MULTIPLY
+    ]
