@@ -20,7 +20,7 @@ def _dtype(name: str) -> Any:
     if not _dtypes:
         import torch
 
-        _dtypes.update(float32=torch.float32, bfloat16=torch.bfloat16)
+        _dtypes.update(float32=torch.float32, float16=torch.float16, bfloat16=torch.bfloat16)
     return _dtypes[name]
 
 
@@ -67,10 +67,19 @@ def _operands(node: Any, operands: Operands) -> Iterator[Any]:
 
 def fp32_operand(node: Any, operands: Operands) -> bool:
     """Any of the listed operands is FP32."""
-    fp32 = _dtype("float32")
+    return _operand_has_dtype(node, operands, _dtype("float32"))
+
+
+def fp16_operand(node: Any, operands: Operands) -> bool:
+    """Any of the listed operands is FP16 (the rule using it applies only under ``use_fp32_acc``, where the GEMM
+    converter casts FP16 operands to FP32)."""
+    return _operand_has_dtype(node, operands, _dtype("float16"))
+
+
+def _operand_has_dtype(node: Any, operands: Operands, dtype: Any) -> bool:
     # a plain loop, not any() over a generator (SIM110): this runs for every GEMM node on Turing
     for index, name in operands:  # noqa: SIM110
-        if _dtype_of(_arg(node, index, name)) == fp32:
+        if _dtype_of(_arg(node, index, name)) == dtype:
             return True
     return False
 

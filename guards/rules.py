@@ -47,6 +47,7 @@ class Rule(NamedTuple):
     validator: str  # name of the generated validator in guards.validators
     marker: str  # the pytest marker that skips tests needing what this rule forbids
     why: str  # support-matrix wording
+    setting: Optional[str] = None  # a CompilationSettings flag: the rule applies only while it is on (truthy)
 
     def applies_to(self, target_name: str) -> bool:
         return ALL_TARGETS in self.targets or target_name in self.targets
@@ -54,11 +55,17 @@ class Rule(NamedTuple):
     def operands_for(self, target_name: str) -> Operands:
         return self.targets.get(target_name, self.targets.get(ALL_TARGETS, ()))
 
-    def rejects(self, node: Any, target_name: Optional[str] = None) -> bool:
-        """True when ``node`` needs what this rule says the capability cannot serve. Never raises."""
+    def rejects(self, node: Any, target_name: Optional[str] = None, settings: Any = None) -> bool:
+        """True when ``node`` needs what this rule says the capability cannot serve. Never raises.
+
+        ``settings`` (the compilation settings the validator was given) matter only to a rule with a ``setting``:
+        without them the flag reads as off, the converter's default.
+        """
         try:
             name = target_name if target_name is not None else target_name_of(getattr(node, "target", None))
             if not self.applies_to(name):
+                return False
+            if self.setting is not None and not getattr(settings, self.setting, False):
                 return False
             return bool(node_check(self.check)(node, self.operands_for(name)))
         except Exception:
@@ -105,6 +112,17 @@ RULES: Tuple[Rule, ...] = (
         validator="attention_capability_validator",
         marker=FP32_GEMM,
         why="fused attention runs FP32 matmuls, which are not supported on Turing",
+    ),
+    Rule(
+        name="fp32_acc_gemm",
+        capability=TURING,
+        cannot_serve="FP32 GEMM",
+        targets=GEMM_TARGETS,
+        check="fp16_operand",
+        validator="gemm_capability_validator",
+        marker=FP32_GEMM,
+        why="with `use_fp32_acc=True` the converter casts FP16 GEMM operands to FP32: an FP32 GEMM on TensorRT",
+        setting="use_fp32_acc",
     ),
     Rule(
         name="cdist_matmul",

@@ -27,7 +27,7 @@ def rejecting_rule(node: Any, settings: Any = None, rules: Sequence[Rule] = RULE
     try:
         name = target_name if target_name is not None else target_name_of(getattr(node, "target", None))
         for rule in rules:
-            if decision.targets_capability(rule.capability) and rule.rejects(node, name):
+            if decision.targets_capability(rule.capability) and rule.rejects(node, name, settings):
                 return rule
     except Exception:
         # Unreadable node on a build that targets a restricted capability: keep it off TensorRT.

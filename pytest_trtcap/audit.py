@@ -58,10 +58,10 @@ def _on_tensorrt(block: str) -> bool:
     return first.isdigit() or first in ("", TENSORRT_BACKEND)
 
 
-def _rejecting(node: Any, rules: List[Rule]) -> Optional[Rule]:
+def _rejecting(node: Any, rules: List[Rule], settings: Any) -> Optional[Rule]:
     name = target_name_of(getattr(node, "target", None))
     for rule in rules:
-        if rule.rejects(node, name):
+        if rule.rejects(node, name, settings):
             return rule
     return None
 
@@ -80,7 +80,7 @@ def unservable_placements(module: Any, settings: Any = None) -> List[UnservableP
         for node in child.graph.nodes:
             if node.op != "call_function":
                 continue
-            rule = _rejecting(node, rules)
+            rule = _rejecting(node, rules, settings)
             if rule is not None:
                 found.append(UnservablePlacement(block, node.name, target_name_of(node.target), rule.name))
     return found

@@ -32,11 +32,12 @@ def test_the_review_agrees_with_the_rules_table():
     assert review.review_problems() == []
 
 
-def test_every_target_a_rule_names_is_reviewed_as_guarded_by_it():
+def test_every_target_a_rule_names_is_reviewed_as_guarded_by_a_rule_naming_it():
+    """One verdict per target: where two rules name a target (fp32_gemm and fp32_acc_gemm), it names one of them."""
     for rule in guards.RULES:
         for target in rule.targets:
             if target != "*":
-                assert review.REVIEW[target] == rule.name, target
+                assert review.REVIEW[target] in {r.name for r in guards.RULES if target in r.targets}, target
 
 
 def test_the_new_target_is_not_in_the_review_nor_the_registry(aten_converters):
@@ -60,7 +61,8 @@ def test_a_second_converter_for_a_reviewed_target_is_no_drift(registry_guard):
 
 
 @pytest.mark.parametrize("bad, problem", [
-    ({"aten.mm.default": review.NONE}, "aten.mm.default: reviewed as carrying none, but rule fp32_gemm names it"),
+    ({"aten.mm.default": review.NONE},
+     "aten.mm.default: reviewed as carrying none, but rule fp32_gemm, fp32_acc_gemm names it"),
     ({"aten.abs.default": "fp32_gemm"}, "aten.abs.default: reviewed as guarded by fp32_gemm, which does not name it"),
     ({"aten.abs.default": "looks fine"}, "aten.abs.default: verdict 'looks fine' is neither a rule name nor"),
 ])

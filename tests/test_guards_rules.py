@@ -52,7 +52,7 @@ def test_the_fused_target_is_one_entry_of_the_conv3d_rule():
 def test_markers_group_the_rules_in_table_order():
     grouped = guards.markers()
     assert list(grouped) == list(dict.fromkeys(r.marker for r in guards.RULES))
-    assert [r.name for r in grouped["trt_fp32_gemm"]] == ["fp32_gemm", "fp32_attention"]
+    assert [r.name for r in grouped["trt_fp32_gemm"]] == ["fp32_gemm", "fp32_attention", "fp32_acc_gemm"]
 
 
 def test_every_marker_the_table_names_is_declared_where_the_plugin_reads_names_in_table_order():

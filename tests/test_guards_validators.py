@@ -36,7 +36,7 @@ def test_every_rule_has_its_validator_and_marker():
         assert rule in V[rule.validator].rules
         assert rule in guards.markers()[rule.marker]
         assert rule.capability == guards.TURING
-    assert guards.rules_for("aten.mm.default") == (RULE["fp32_gemm"], RULE["bf16"])
+    assert guards.rules_for("aten.mm.default") == (RULE["fp32_gemm"], RULE["fp32_acc_gemm"], RULE["bf16"])
     assert guards.rules_for("aten.relu.default") == (RULE["bf16"],)
 
 

@@ -306,7 +306,9 @@ def call_function_nodes(gm: torch.fx.GraphModule) -> List[torch.fx.Node]:
     return [n for n in gm.graph.nodes if n.op == "call_function"]
 
 
-def matrix_multiply_input_dtypes(block: torch.fx.GraphModule, args: Tuple[torch.Tensor, ...], settings: Any) -> List[str]:
+def matrix_multiply_input_dtypes(
+    block: torch.fx.GraphModule, args: Tuple[torch.Tensor, ...], settings: Any
+) -> List[str]:
     """The input dtypes of every matrix-multiply layer Torch-TensorRT's converters build for ``block`` (a
     ``_run_on_acc_*`` module), one ``"FLOAT,FLOAT"``-style entry per layer.
 
