@@ -57,6 +57,13 @@ def test_fp16_linears_under_use_fp32_acc_at_turing_are_listed_with_the_settings(
     assert unservable_placements(pm) == []
 
 
+def test_fp64_linears_at_turing_are_listed_as_fp32_gemms(targets):
+    """TensorRT has no double: Torch-TensorRT hands FP64 GEMMs to TensorRT as FP32 ones."""
+    targets("7.5")
+    pm = tm.partition(tm.lowered_mlp(torch.float64))
+    assert [(p.node, p.rule) for p in unservable_placements(pm)] == [("linear", "fp32_gemm"), ("linear_1", "fp32_gemm")]
+
+
 def test_independent_of_the_validators(targets, guarded):
     """A guard switched off (or a target no validator knows) is still caught: the audit reads the node itself."""
     targets("7.5")

@@ -963,3 +963,43 @@ def test_gemm_validator_reads_use_fp32_acc_from_the_settings_it_is_given(targets
     # the converter reads the flag by truth value (``and settings.use_fp32_acc``), and so does the rule
     assert V["gemm_capability_validator"](fp16, SimpleNamespace(use_fp32_acc=1)) is False
     assert V["gemm_capability_validator"](fp16, SimpleNamespace(use_fp32_acc=0)) is True
+
+
+# --- FP64: TensorRT has no double, so Torch-TensorRT runs FP64 GEMMs as FP32 ------------------------
+# ``torch_tensorrt.dtype.f64`` maps to ``trt.DataType.FLOAT`` and ``truncate_double=True`` truncates double weights
+# to float32: an FP64 GEMM placed on TensorRT is an FP32 GEMM there.
+
+
+def truncating():
+    return tm.compilation_settings(truncate_double=True)
+
+
+@pytest.mark.parametrize("op", ["mm", "addmm"])
+def test_fp64_gemm_reaches_the_network_as_an_fp32_matrix_multiply(op, targets):
+    """Control on the real converters (guards off): what the FP64 cases below are about."""
+    targets("8.9")
+    fn, shapes = tm.GEMM_OPS[op]
+    pm = tm.partition(gemm(op, torch.float64), truncating())
+    assert tm.placement(pm) == {"acc": [LOWERED_TARGET[op]], "gpu": [], "inline": []}
+    args = tm.inputs_for(shapes, torch.float64)
+    assert tm.matrix_multiply_input_dtypes(pm._run_on_acc_0, args, truncating()) == ["FLOAT,FLOAT"]
+
+
+@pytest.mark.parametrize("op", sorted(tm.GEMM_OPS))
+def test_fp64_gemm_at_turing_runs_in_pytorch(op, targets, guarded):
+    targets("7.5")
+    pm = tm.partition(gemm(op, torch.float64), truncating())
+    assert tm.placement(pm) == {"acc": [], "gpu": [LOWERED_TARGET[op]], "inline": []}
+
+
+@pytest.mark.parametrize("op", sorted(tm.GEMM_OPS))
+def test_fp64_gemm_at_ada_stays_on_trt(op, targets, guarded):
+    targets("8.9")
+    pm = tm.partition(gemm(op, torch.float64), truncating())
+    assert tm.placement(pm) == {"acc": [LOWERED_TARGET[op]], "gpu": [], "inline": []}
+
+
+def test_fp64_mlp_and_attention_at_turing_run_in_pytorch(targets, guarded):
+    targets("7.5")
+    assert tm.placement(tm.partition(lowered_mlp(torch.float64), truncating()))["gpu"] == [LINEAR, LINEAR]
+    assert tm.placement(tm.partition(_attention(torch.float64), truncating()))["gpu"] == [SDPA]
