@@ -20,7 +20,7 @@ def _dtype(name: str) -> Any:
     if not _dtypes:
         import torch
 
-        _dtypes.update(float32=torch.float32, float16=torch.float16, bfloat16=torch.bfloat16)
+        _dtypes.update(float32=torch.float32, float64=torch.float64, float16=torch.float16, bfloat16=torch.bfloat16)
     return _dtypes[name]
 
 
@@ -66,8 +66,10 @@ def _operands(node: Any, operands: Operands) -> Iterator[Any]:
 
 
 def fp32_operand(node: Any, operands: Operands) -> bool:
-    """Any of the listed operands is FP32."""
-    return _operand_has_dtype(node, operands, _dtype("float32"))
+    """Any of the listed operands is FP32, or FP64: TensorRT has no double, and Torch-TensorRT hands FP64 tensors
+    to it as FP32 (``dtype.f64`` maps to ``trt.DataType.FLOAT``; ``truncate_double`` truncates double weights)."""
+    return _operand_has_dtype(node, operands, _dtype("float32")) or _operand_has_dtype(
+        node, operands, _dtype("float64"))
 
 
 def fp16_operand(node: Any, operands: Operands) -> bool:
