@@ -806,12 +806,12 @@ def test_conv3d_partitioned_output_matches_eager(targets, guarded):
 # --- the whole compiler, dry run -------------------------------------------------------------------
 
 
-def _dryrun(tt, capsys):
-    x, w, b = tm.inputs_for([(3, 8), (4, 8), (4,)], seed=3)
+def _dryrun(tt, capsys, dtype=torch.float32, **settings):
+    x, w, b = tm.inputs_for([(3, 8), (4, 8), (4,)], dtype, seed=3)
     ep = torch.export.export(tm.LinearInputs(), (x, w, b))
     capsys.readouterr()
     out = tt.dynamo.compile(
-        ep, inputs=[x, w, b], min_block_size=1, dryrun=True, offload_module_to_cpu=True
+        ep, inputs=[x, w, b], min_block_size=1, dryrun=True, offload_module_to_cpu=True, **settings
     )
     report = capsys.readouterr().out
     where = tm.placement(out)
@@ -826,6 +826,17 @@ def test_dynamo_compile_dryrun_keeps_fp32_linear_out_of_tensorrt_at_turing(tt, t
     in_torch = report.split("set to run in Torch:", 1)[1].split("Note:", 1)[0]
     assert "aten.linear.default" in in_torch
     assert "Submodule name: _run_on_acc_1" in report
+
+
+@pytest.mark.parametrize("fp32_acc, where", [
+    (True, {"acc": [RELU], "gpu": [LINEAR], "inline": []}),
+    (False, {"acc": [LINEAR, RELU], "gpu": [], "inline": []}),
+])
+def test_dynamo_compile_dryrun_of_fp16_linear_at_turing_follows_use_fp32_acc(fp32_acc, where, tt, targets, guarded,
+                                                                              capsys):
+    """The whole compile hands its settings (use_fp32_acc) to the validators."""
+    targets("7.5")
+    assert _dryrun(tt, capsys, torch.float16, use_fp32_acc=fp32_acc)[1] == where
 
 
 def test_dynamo_compile_dryrun_keeps_fp32_linear_in_tensorrt_at_ada(tt, targets, guarded, capsys):
