@@ -177,3 +177,37 @@ def test_uses_it():
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["placement audit: 1 partition(s) audited; 1 unservable*", "  (outside tests)", CAUGHT])
+
+
+FP32_ACC_SUITE = '''
+import torch
+from torch_tensorrt.dynamo import partitioning
+from torch_tensorrt.dynamo._settings import CompilationSettings
+from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_CONVERTERS
+from torch_tensorrt.dynamo.lowering import get_decompositions, post_lowering
+
+def test_fp16_linear_with_fp32_accumulation():
+    model, x = torch.nn.Linear(8, 4).half().eval(), torch.randn(2, 8).half()
+    settings = CompilationSettings(min_block_size=1, use_fp32_acc={acc})
+    exported = torch.export.export(model, (x,)).run_decompositions(get_decompositions(False))
+    DYNAMO_CONVERTERS.set_compilation_settings(settings)
+    partitioning.fast_partition(post_lowering(exported.module(), settings), min_block_size=1)
+'''
+
+
+@pytest.mark.parametrize("acc", [True, False])
+def test_the_audit_reads_the_settings_the_partitioner_was_given(pytester, acc):
+    """With ``use_fp32_acc`` on, Torch-TensorRT runs an FP16 GEMM as FP32: the audit reads the settings the
+    converter registry holds for that partition, as the validators do, and reports the linear only then."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_acc=FP32_ACC_SUITE.replace("{acc}", str(acc)))
+    result = pytester.runpytest("-p", "no:randomly", "--trt-target-sm", "7.5", "--trtcap-guards", "off",
+                                "--trtcap-audit")
+    result.assert_outcomes(passed=1)
+    if acc:
+        result.stdout.fnmatch_lines([
+            "placement audit: 1 partition(s) audited; 1 unservable placement(s) in 1 test(s)",
+            "    _run_on_acc_0: linear (aten.linear.default) -> fp32_acc_gemm: FP32 GEMM on SM 7.5",
+        ])
+    else:
+        result.stdout.fnmatch_lines(["placement audit: 1 partition(s) audited; no unservable placements"])
