@@ -16,6 +16,8 @@ from typing import Any, Callable, Dict, Generator, List, Optional, Tuple
 
 import pytest
 
+from trtcap_guards.live_registry import loaded_converter_registry
+
 from .audit import unservable_placements
 from .report_properties import OwnProperties
 
@@ -77,8 +79,11 @@ class AuditSession:
     def record(self, module: Any) -> None:
         """Audit one partitioned module; never breaks the partitioner's caller."""
         key = self.current or OUTSIDE
+        # the settings the partitioner's validators were given (``set_compilation_settings``): a rule may depend on
+        # them (``use_fp32_acc`` runs FP16 GEMMs as FP32), and the partitioners take none of their own
+        settings = getattr(loaded_converter_registry(), "compilation_settings", None)
         try:
-            found = [p.describe() for p in unservable_placements(module)]
+            found = [p.describe() for p in unservable_placements(module, settings)]
         except Exception as exc:  # pragma: no cover - the rules are total; this is the last line of defence
             found = [f"audit failed: {type(exc).__name__}: {exc}"]
         self.audited[key] = self.audited.get(key, 0) + 1
