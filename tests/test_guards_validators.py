@@ -944,20 +944,6 @@ def test_fp16_mlp_with_fp32_acc_at_turing_moves_both_linears_to_pytorch(targets,
     assert tm.placement(pm) == {"acc": [RELU], "gpu": [LINEAR, LINEAR], "inline": []}
 
 
-@pytest.mark.parametrize("op", sorted(tm.GEMM_OPS))
-def test_fp16_gemm_with_fp32_acc_at_turing_runs_in_pytorch(op, targets, guarded):
-    targets("7.5")
-    pm = tm.partition(gemm(op, torch.float16), fp32_acc_settings())
-    assert tm.placement(pm) == {"acc": [], "gpu": [LOWERED_TARGET[op]], "inline": []}
-
-
-@pytest.mark.parametrize("op", sorted(tm.GEMM_OPS))
-def test_fp16_gemm_with_fp32_acc_at_ada_stays_on_trt(op, targets, guarded):
-    targets("8.9")
-    pm = tm.partition(gemm(op, torch.float16), fp32_acc_settings())
-    assert tm.placement(pm) == {"acc": [LOWERED_TARGET[op]], "gpu": [], "inline": []}
-
-
 def test_fp16_attention_with_fp32_acc_at_turing_stays_on_trt(targets, guarded):
     """The attention converters do not read use_fp32_acc: FP16 attention stays FP16 on TensorRT."""
     targets("7.5")
@@ -996,17 +982,25 @@ def test_fp64_gemm_reaches_the_network_as_an_fp32_matrix_multiply(op, targets):
     assert tm.matrix_multiply_input_dtypes(pm._run_on_acc_0, args, truncating()) == ["FLOAT,FLOAT"]
 
 
+#: GEMM nodes that are not FP32 but that Torch-TensorRT runs as FP32 matrix multiplies: dtype, settings.
+RUN_AS_FP32 = {"fp16-use_fp32_acc": (torch.float16, fp32_acc_settings), "fp64": (torch.float64, truncating)}
+
+
+@pytest.mark.parametrize("case", sorted(RUN_AS_FP32))
 @pytest.mark.parametrize("op", sorted(tm.GEMM_OPS))
-def test_fp64_gemm_at_turing_runs_in_pytorch(op, targets, guarded):
+def test_gemm_run_as_fp32_at_turing_runs_in_pytorch(op, case, targets, guarded):
+    dtype, settings = RUN_AS_FP32[case]
     targets("7.5")
-    pm = tm.partition(gemm(op, torch.float64), truncating())
+    pm = tm.partition(gemm(op, dtype), settings())
     assert tm.placement(pm) == {"acc": [], "gpu": [LOWERED_TARGET[op]], "inline": []}
 
 
+@pytest.mark.parametrize("case", sorted(RUN_AS_FP32))
 @pytest.mark.parametrize("op", sorted(tm.GEMM_OPS))
-def test_fp64_gemm_at_ada_stays_on_trt(op, targets, guarded):
+def test_gemm_run_as_fp32_at_ada_stays_on_trt(op, case, targets, guarded):
+    dtype, settings = RUN_AS_FP32[case]
     targets("8.9")
-    pm = tm.partition(gemm(op, torch.float64), truncating())
+    pm = tm.partition(gemm(op, dtype), settings())
     assert tm.placement(pm) == {"acc": [LOWERED_TARGET[op]], "gpu": [], "inline": []}
 
 
