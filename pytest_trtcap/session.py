@@ -1,5 +1,6 @@
 """The per-session hooks: capability skips, the isolation drive around each test and fixture, needs-a-GPU
-conversions, xdist totals, and the report's summary (whose text lives in ``report_lines``).
+conversions, xdist totals, and the report's summary (whose text lives in ``report_lines``; a leak's wording in
+``leak_report``).
 
 One ``SessionPlugin`` is registered for each config when the session starts using the plugin
 (``TrtcapState.activate``), so nested (pytester) sessions keep their own state, and sessions that never use it
@@ -9,7 +10,6 @@ load none of this.
 from __future__ import annotations
 
 import sys
-import warnings
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Dict, Generator, List, Optional
 
@@ -18,28 +18,17 @@ import pytest
 import trtcap_guards as guards
 
 from . import markers
+from .leak_report import fixture_subject, report_leak
 from .report_properties import OwnProperties, attach
 from .text import one_line
 
 if TYPE_CHECKING:
-    from .errors import TrtcapLeakError
     from .state import TrtcapState
 
 _HELD = pytest.StashKey[bool]()
 _LEAK_PROPERTY = "trtcap_leak"
 _FIXTURE_LEAK_PROPERTY = "trtcap_fixture_leak"
 _SKIP_PROPERTY = "trtcap_skip"
-
-#: pytest's fixtures for unittest and xunit set-up methods, named after the methods a user wrote.
-_SETUP_FIXTURES = (
-    ("_unittest_setUpClass_fixture_", "{}.setUpClass/tearDownClass"),
-    ("_unittest_setup_method_fixture_", "{}.setup_method/teardown_method"),
-    ("_xunit_setup_module_fixture_", "{} setup_module/teardown_module"),
-    ("_xunit_setup_class_fixture_", "{}.setup_class/teardown_class"),
-    ("_xunit_setup_function_fixture_", "{} setup_function/teardown_function"),
-    ("_xunit_setup_method_fixture_", "{}.setup_method/teardown_method"),
-)
-
 
 def loaded_registry() -> Any:
     """The guards' registry module where something loaded it; a session that never did has nothing to report
@@ -55,15 +44,6 @@ def _fired() -> Dict[Any, int]:
 
 def _isolated(item: pytest.Item) -> bool:
     return item.get_closest_marker(markers.NO_ISOLATION) is None
-
-
-def _fixture_subject(fixturedef: Any, nodeid: str, setup_for: str) -> str:
-    """``test_b (fixture 'f', module scope, set up for test_a)``; set-up methods by their own names."""
-    name = fixturedef.argname
-    what = next((form.format(name[len(prefix):]) for prefix, form in _SETUP_FIXTURES if name.startswith(prefix)),
-                f"fixture {name!r}")
-    since = "" if setup_for in ("", nodeid) else f", set up for {setup_for}"
-    return f"{nodeid} ({what}, {fixturedef.scope} scope{since})"
 
 
 class SessionPlugin:
@@ -151,8 +131,8 @@ class SessionPlugin:
         if end is None:  # set up while the session was dormant, so never framed: its clean-up is kept
             isolation.unframed_finished()
         if end is not None and end.changes and self.current is not None:
-            self.fixture_leaks.append((_fixture_subject(fixturedef, self.current.nodeid, end.setup_for),
-                                       end.changes))
+            subject = fixture_subject(fixturedef.argname, fixturedef.scope, self.current.nodeid, end.setup_for)
+            self.fixture_leaks.append((subject, end.changes))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
@@ -181,15 +161,16 @@ class SessionPlugin:
         if changes:
             self.properties.append(item, _LEAK_PROPERTY, "; ".join(changes))
         leaks = [(item.nodeid, changes)] if changes else []
+        strict = self.state.settings.strict.value
         try:
             result = yield
         except BaseException:
             self._flush_fixture_leaks(item, leaks)
             for subject, what in leaks:
-                self._report_leak(item, subject, what)  # the teardown's own error is the one to show
+                report_leak(item, subject, what, strict)  # the teardown's own error is the one to show
             raise
         self._flush_fixture_leaks(item, leaks)
-        errors = [self._report_leak(item, subject, what) for subject, what in leaks]
+        errors = [report_leak(item, subject, what, strict) for subject, what in leaks]
         error = next((e for e in errors if e is not None), None)
         if error is not None:
             raise error
@@ -200,29 +181,6 @@ class SessionPlugin:
             self.properties.append(item, _FIXTURE_LEAK_PROPERTY, f"{subject} -> {'; '.join(what)}")
             leaks.append((subject, what))
         self.fixture_leaks.clear()
-
-    def _report_leak(self, item: pytest.Item, subject: str, changes: List[str]) -> Optional[TrtcapLeakError]:
-        """Warn about a leak; the error to raise under ``--trtcap-strict`` or a filter that makes warnings errors.
-
-        The classes are imported here, as ``sys.modules`` holds them now, as a filter naming them is resolved: this
-        session may have woken during an in-process pytester run that has since dropped the module it loaded."""
-        from .errors import TrtcapLeakError, TrtcapLeakWarning
-
-        what = "; ".join(changes)
-        path, lineno, _ = item.location
-        try:
-            warnings.warn_explicit(
-                TrtcapLeakWarning(f"{subject} leaked global state: {what}"),
-                TrtcapLeakWarning, filename=str(item.config.rootpath / path), lineno=(lineno or 0) + 1,
-            )
-        except Warning as exc:  # -W error / filterwarnings = error: an error of this test, not of pytest
-            return TrtcapLeakError(
-                f"trtcap: {subject} leaked global state ({type(exc).__name__} is an error under the "
-                f"warnings filter): {what}"
-            )
-        if self.state.settings.strict.value:
-            return TrtcapLeakError(f"trtcap: {subject} leaked global state (--trtcap-strict): {what}")
-        return None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self) -> None:

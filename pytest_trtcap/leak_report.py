@@ -1,0 +1,58 @@
+"""How a leak is named and reported: whose it is (a test, a fixture, a unittest or xunit set-up method), and the
+warning it raises, or the error that replaces the warning under ``--trtcap-strict`` or a filter that makes it one.
+
+The isolation drive (``session``) finds the leaks; this module only words them, so the wording has one home.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any, List, Optional
+
+if TYPE_CHECKING:
+    import pytest
+
+    from .errors import TrtcapLeakError
+
+#: pytest's fixtures for unittest and xunit set-up methods, named after the methods a user wrote.
+_SETUP_FIXTURES = (
+    ("_unittest_setUpClass_fixture_", "{}.setUpClass/tearDownClass"),
+    ("_unittest_setup_method_fixture_", "{}.setup_method/teardown_method"),
+    ("_xunit_setup_module_fixture_", "{} setup_module/teardown_module"),
+    ("_xunit_setup_class_fixture_", "{}.setup_class/teardown_class"),
+    ("_xunit_setup_function_fixture_", "{} setup_function/teardown_function"),
+    ("_xunit_setup_method_fixture_", "{}.setup_method/teardown_method"),
+)
+
+
+def fixture_subject(argname: str, scope: str, nodeid: str, setup_for: str) -> str:
+    """``test_b (fixture 'f', module scope, set up for test_a)``; set-up methods by their own names."""
+    what = next((form.format(argname[len(prefix):]) for prefix, form in _SETUP_FIXTURES
+                 if argname.startswith(prefix)), f"fixture {argname!r}")
+    since = "" if setup_for in ("", nodeid) else f", set up for {setup_for}"
+    return f"{nodeid} ({what}, {scope} scope{since})"
+
+
+def report_leak(item: pytest.Item, subject: str, changes: List[str], strict: Any) -> Optional[TrtcapLeakError]:
+    """Warn about a leak; the error to raise under ``--trtcap-strict`` (``strict``) or a filter that makes
+    warnings errors.
+
+    The classes are imported here, as ``sys.modules`` holds them now, as a filter naming them is resolved: this
+    session may have woken during an in-process pytester run that has since dropped the module it loaded."""
+    from .errors import TrtcapLeakError, TrtcapLeakWarning
+
+    what = "; ".join(changes)
+    path, lineno, _ = item.location
+    try:
+        warnings.warn_explicit(
+            TrtcapLeakWarning(f"{subject} leaked global state: {what}"),
+            TrtcapLeakWarning, filename=str(item.config.rootpath / path), lineno=(lineno or 0) + 1,
+        )
+    except Warning as exc:  # -W error / filterwarnings = error: an error of this test, not of pytest
+        return TrtcapLeakError(
+            f"trtcap: {subject} leaked global state ({type(exc).__name__} is an error under the "
+            f"warnings filter): {what}"
+        )
+    if strict:
+        return TrtcapLeakError(f"trtcap: {subject} leaked global state (--trtcap-strict): {what}")
+    return None
