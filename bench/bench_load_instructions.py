@@ -7,8 +7,10 @@ fixed hash seed two runs of the same command agree to a few in a million, so the
 with bytecode caches and with a source-only copy under ``PYTHONDONTWRITEBYTECODE=1``; again both ways with every
 other installed pytest plugin off on both sides (pytest alone as the baseline); and, as a yardstick,
 pytest-xdist's plugin counted the same way, both ways (with against ``-p no:xdist -p no:xdist.looponfail``,
-ours off on both sides). For information: the issue's figure is the wall-time one. Needs ``valgrind`` on the path;
-without it these rows are left out, saying so.
+ours off on both sides). And a floor for any layout of the same code: what a dormant session loads, folded into
+the plugin's one module where none of it runs, counted without bytecode (what pytest's parse of that much code costs
+every run whose bytecode is not cached). For information: the issue's figure is the wall-time one. Needs
+``valgrind`` on the path; without it these rows are left out, saying so.
 
     python bench/bench_load_instructions.py [--quick]
 """
@@ -16,12 +18,14 @@ without it these rows are left out, saying so.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 from typing import Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -75,7 +79,7 @@ def run(quick: bool = False) -> List[Result]:
     banner(f"plugin load in CPU instructions (valgrind): pytest --collect-only -q of a one-test file, {rounds} "
            "run(s) each")
     with tempfile.TemporaryDirectory(prefix="trtcap-bench-instructions-") as workdir:
-        cached, uncached, _ = load_envs(workdir, PYTHONHASHSEED="0")
+        cached, uncached, source = load_envs(workdir, PYTHONHASHSEED="0")
         write_one_test(workdir)
         base = [sys.executable, "-m", "pytest", "--collect-only", "-q", "test_one.py"]
         ours = {"with": base, "without": base[:3] + ["-p", "no:trtcap"] + base[3:]}
@@ -85,9 +89,45 @@ def run(quick: bool = False) -> List[Result]:
             _pair("plugin_load_instructions_no_pyc", "plugin load, CPU instructions, PYTHONDONTWRITEBYTECODE=1, "
                   "source-only copy", ours, rounds, workdir, uncached, warm=False),
         ]
+        results.append(_folded_floor(ours, rounds, workdir, uncached, source))
         results += _lean(base, rounds, workdir, cached, uncached)
         results += _xdist_yardstick(base, rounds, workdir, cached)
     return results
+
+
+_DORMANT_MODULES = """
+import json, sys
+import pytest
+before = set(sys.modules)
+import pytest_trtcap.plugin
+print(json.dumps({name: module.__file__ for name, module in sys.modules.items()
+                  if name not in before and name.split(".")[0] in ("pytest_trtcap", "trtcap_guards")}))
+"""
+
+
+def _folded_floor(ours: Dict[str, List[str]], rounds: int, workdir: str, uncached: Dict[str, str],
+                  source: str) -> Result:
+    """The plugin's entry module replaced by the code of every module the entry point loads (the whole dormant
+    path, the guard library's package included), inside ``if False:``: parsed and compiled each run as pytest does
+    a plugin's modules, none of it run, nothing else imported. Any layout of that code costs at least this much
+    without bytecode; only less code can cost less."""
+    proc = subprocess.run([sys.executable, "-c", _DORMANT_MODULES], cwd=workdir, env=uncached, capture_output=True,
+                          text=True, check=True)
+    files = json.loads(proc.stdout)
+    folded = os.path.join(workdir, "folded")
+    shutil.copytree(source, folded)
+    code = []
+    for name in sorted(files):
+        if name != "pytest_trtcap":  # the package is imported for real, as the entry point's parent
+            with open(files[name], encoding="utf-8") as f:
+                code.append(f.read().replace("from __future__ import annotations\n", ""))
+    with open(os.path.join(folded, "pytest_trtcap", "plugin.py"), "w", encoding="utf-8") as f:
+        f.write('"""Folded.\n\nPYTEST_DONT_REWRITE"""\nfrom __future__ import annotations\n\nif False:\n'
+                + textwrap.indent("\n".join(code), "    "))
+    env = dict(uncached, PYTHONPATH=os.pathsep.join((folded, uncached["PYTHONPATH"].split(os.pathsep, 1)[1])))
+    what = (f"floor for any layout: the {len(code)} modules a dormant session loads folded into one, none of it run, "
+            "CPU instructions, PYTHONDONTWRITEBYTECODE=1, source-only copy")
+    return _pair("plugin_load_instructions_folded_floor", what, ours, rounds, workdir, env, warm=False)
 
 
 def _lean(base: List[str], rounds: int, workdir: str, cached: Dict[str, str],

@@ -19,8 +19,9 @@ RATIOS = (
     "plugin_load",
     "plugin_load_no_pyc",
     "plugin_load_plain",
-    "plugin_load_instructions",  # these six where valgrind is installed (see below)
+    "plugin_load_instructions",  # these seven where valgrind is installed (see below)
     "plugin_load_instructions_no_pyc",
+    "plugin_load_instructions_folded_floor",
     "plugin_load_instructions_lean",
     "plugin_load_instructions_lean_no_pyc",
     "xdist_load_instructions",
