@@ -461,3 +461,36 @@ def test_an_unknown_arm_is_a_usage_error_naming_it(suite: Path) -> None:
     trtcap = str(Path(sys.executable).with_name("trtcap"))
     result = _run([trtcap, "sweep", "--arms", "banana", "--", str(suite)], suite)
     assert result.returncode == 2 and "banana" in result.stderr
+
+
+def test_distribution_metadata_names() -> None:
+    """Issue 2: distribution ``pytest-trtcap`` with extras ``rtx`` and ``test``; issue 9: ``py.typed`` in both
+    packages and ``License-Expression``."""
+    from importlib.metadata import metadata
+    from importlib.resources import files
+
+    meta = metadata("pytest-trtcap")
+    assert {"rtx", "test"} <= set(meta.get_all("Provides-Extra") or [])
+    assert meta.get("License-Expression") == "BSD-3-Clause"
+    for package in ("trtcap_guards", "pytest_trtcap"):
+        assert files(package).joinpath("py.typed").is_file(), package
+    assert "pytest-trtcap[rtx]" in README
+
+
+NEEDS_GPU_SUITE = """
+    import torch
+
+    def test_needs_a_device():
+        torch.zeros(1, device="cuda")
+"""
+
+
+def test_needs_gpu_skip_reason_prefix(tmp_path: Path) -> None:
+    """Issue 13: under ``--trtcap-needs-gpu skip`` on a host without a CUDA device, a test that fails for want of
+    one is skipped with a reason that starts ``trtcap: needs a GPU:``."""
+    pytest.importorskip("torch")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    (tmp_path / "test_gpu.py").write_text(textwrap.dedent(NEEDS_GPU_SUITE), encoding="utf-8")
+    result = _pytest(["-rs", "--trtcap-needs-gpu", "skip"], tmp_path, {"CUDA_VISIBLE_DEVICES": ""})
+    assert result.returncode == 0, result.stdout
+    assert "trtcap: needs a GPU: " in result.stdout and "1 skipped" in result.stdout
