@@ -494,3 +494,8 @@ def test_needs_gpu_skip_reason_prefix(tmp_path: Path) -> None:
     result = _pytest(["-rs", "--trtcap-needs-gpu", "skip"], tmp_path, {"CUDA_VISIBLE_DEVICES": ""})
     assert result.returncode == 0, result.stdout
     assert "trtcap: needs a GPU: " in result.stdout and "1 skipped" in result.stdout
+
+
+def test_readme_has_the_section_issue_6_names() -> None:
+    """Issue 6: README section "A capability lane on CPU runners" with the exact commands."""
+    assert "\n## A capability lane on CPU runners\n" in README
