@@ -1,0 +1,48 @@
+"""``trtcap sweep`` attacked from outside: runs that share an output directory, odd arm lists."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from runs_helpers import make_suite, trtcap
+
+
+def _wait_for(path, proc, seconds=60):
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+
+
+def test_a_second_sweep_into_the_same_out_never_passes_its_tests_off_as_the_firsts(tmp_path):
+    """Two sweeps into one ``--out`` (two CI jobs, a rerun in another terminal): the first must never report
+    the second's stream as its own run, and the second is refused with the flag and its value named."""
+    started, release = tmp_path / "a_started", tmp_path / "release"
+    first = make_suite(tmp_path / "first", {"test_first.py": (
+        "import pathlib, time\n"
+        "def test_first():\n"
+        f"    pathlib.Path({str(started)!r}).touch()\n"
+        f"    while not pathlib.Path({str(release)!r}).exists():\n"
+        "        time.sleep(0.05)\n"
+    )})
+    second = make_suite(tmp_path / "second", {"test_second.py": "def test_second():\n    pass\n"})
+    out = tmp_path / "o"
+    command = [sys.executable, "-m", "pytest_trtcap", "sweep", "-q", "--arms", "7.5", "--out", out,
+               "--format", "json"]
+    sweep_a = subprocess.Popen(command, cwd=first, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(started, sweep_a)
+        sweep_b = trtcap("sweep", "-q", "--arms", "7.5", "--out", out, "--format", "json", cwd=second)
+    finally:
+        release.touch()
+        out_a, err_a = sweep_a.communicate(timeout=120)
+    arm = json.loads(out_a)["arms"][0]
+    record = json.loads((out / "arm-7.5.json").read_text())
+    assert list(record["tests"]) == ["test_first.py::test_first"], record["tests"]
+    assert (arm["result"], arm["tests"]) == ("COMPLETE", 1), (arm, err_a)
+    assert sweep_b.returncode == 2 and sweep_b.stdout == "", sweep_b.stdout
+    errors = [line for line in sweep_b.stderr.splitlines() if line.startswith("trtcap: error:")]
+    assert len(errors) == 1 and f"--out {str(out)!r}" in errors[0], sweep_b.stderr
