@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import sys
 import warnings
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .arm import run_arm
 from .compare import comparable_tests
@@ -35,6 +37,32 @@ _RESERVED = ("--trt-target-sm", "--junitxml", "--junit-xml", "--trtcap-record")
 _NEED_CACHE = ("--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--cache-show",
                "--cache-clear", "--lfnf", "--last-failed-no-failures", "--sw", "--stepwise", "--sw-skip",
                "--stepwise-skip", "--sw-reset", "--stepwise-reset")
+
+#: The lock a sweep holds on ``--out`` while it runs. Each arm's files have fixed names there, and an arm
+#: removes stale ones before it starts: a second sweep into the same directory would delete the first's stream
+#: and the first would read back the second's run as its own. The second is refused at once instead.
+LOCK_NAME = ".trtcap-sweep.lock"
+
+
+@contextlib.contextmanager
+def claim_out_dir(out_dir: str) -> Iterator[None]:
+    """Create ``out_dir`` and hold its lock until the block ends (the operating system drops it if we die)."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): nothing to hold
+        fcntl = None
+    os.makedirs(out_dir, exist_ok=True)
+    fd = os.open(os.path.join(out_dir, LOCK_NAME), os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise OSError(errno.EBUSY, "another trtcap sweep is writing into it; wait for it to finish "
+                              "or choose another --out") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 class UsageError(Exception):
@@ -176,7 +204,8 @@ def run_sweep(
     check_pytest_args(pytest_args)
     progress = progress or Progress()
     records = []
-    for index, arm in enumerate(arms, 1):
-        prefix = f"trtcap: [{index}/{len(arms)}] arm {arm}"
-        records.append(run_arm(arm, out_dir, pytest_args, progress=progress, prefix=prefix, env=env, cwd=cwd))
+    with claim_out_dir(out_dir):
+        for index, arm in enumerate(arms, 1):
+            prefix = f"trtcap: [{index}/{len(arms)}] arm {arm}"
+            records.append(run_arm(arm, out_dir, pytest_args, progress=progress, prefix=prefix, env=env, cwd=cwd))
     return summarise_sweep(records, out_dir, pytest_args)
