@@ -46,3 +46,39 @@ def test_a_second_sweep_into_the_same_out_never_passes_its_tests_off_as_the_firs
     assert sweep_b.returncode == 2 and sweep_b.stdout == "", sweep_b.stdout
     errors = [line for line in sweep_b.stderr.splitlines() if line.startswith("trtcap: error:")]
     assert len(errors) == 1 and f"--out {str(out)!r}" in errors[0], sweep_b.stderr
+
+
+SUBTEST_SUITE = """
+import unittest
+
+import pytest
+
+
+class TestPerArm(unittest.TestCase):
+    def test_blocks(self):
+        arm = pytest.turing_arm
+        for size in (1, 2):
+            with self.subTest(size=size):
+                self.assertFalse(arm and size == 2, "size 2 does not build at 7.5")
+"""
+
+SUBTEST_CONFTEST = """
+import pytest
+
+
+def pytest_configure(config):
+    pytest.turing_arm = config.getoption("--trt-target-sm") == "7.5"
+"""
+
+
+def test_a_unittest_subtest_failing_on_one_arm_is_an_arm_specific_failure(tmp_path):
+    """pytest reports a ``unittest`` test whose subtest failed as a failed subtest report followed by the
+    test's own passing one: the failure must not be undone, or an arm-specific failure passes unseen."""
+    suite = make_suite(tmp_path / "suite", {"test_sub.py": SUBTEST_SUITE, "conftest.py": SUBTEST_CONFTEST})
+    proc = trtcap("sweep", "-q", "--arms", "7.5,8.9", "--out", tmp_path / "o", "--format", "json", cwd=suite)
+    result = json.loads(proc.stdout)
+    turing = json.loads((tmp_path / "o" / "arm-7.5.json").read_text())["tests"]["test_sub.py::TestPerArm::test_blocks"]
+    assert turing["outcome"] == "failed" and "size 2 does not build at 7.5" in turing["signature"], turing
+    assert [d["nodeid"] for d in result["differences"] if d["class"] == "arm-specific failure"] == [
+        "test_sub.py::TestPerArm::test_blocks"], result["differences"]
+    assert (result["result"], proc.returncode) == ("COMPLETE", 1), proc.stderr
