@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from runs_helpers import make_suite, trtcap
 
 
@@ -82,3 +83,27 @@ def test_a_unittest_subtest_failing_on_one_arm_is_an_arm_specific_failure(tmp_pa
     assert [d["nodeid"] for d in result["differences"] if d["class"] == "arm-specific failure"] == [
         "test_sub.py::TestPerArm::test_blocks"], result["differences"]
     assert (result["result"], proc.returncode) == ("COMPLETE", 1), proc.stderr
+
+
+SUBTESTS_FIXTURE_SUITE = """
+def test_sizes(subtests):
+    for size in (1, 2):
+        with subtests.test(size=size):
+            assert size < 2, "size 2 does not build"
+
+
+def test_passes():
+    pass
+"""
+
+
+@pytest.mark.parametrize("extra", [[], ["-p", "no:terminal"]], ids=["terminal", "no-terminal"])
+def test_a_failing_subtest_of_the_subtests_fixture_leaves_a_run_that_lost_nothing_complete(tmp_path, extra):
+    """pytest counts the subtest's failed report in its session counter and, in its stats, the test's own
+    report too (turned into a failure after the counter saw it pass): a record of both is complete."""
+    suite = make_suite(tmp_path / "suite", {"test_sub.py": SUBTESTS_FIXTURE_SUITE})
+    proc = trtcap("sweep", "-q", "--arms", "7.5", "--out", tmp_path / "o", "--format", "json", "--", *extra,
+                  cwd=suite)
+    arm = json.loads(proc.stdout)["arms"][0]
+    assert (arm["result"], arm["disagreements"]) == ("COMPLETE", []), arm
+    assert (arm["counts"]["failed"], arm["counts"]["passed"], proc.returncode) == (1, 1, 0), arm
