@@ -15,7 +15,7 @@ def empty_stream(problem: str = "") -> Dict[str, Any]:
     stream: Dict[str, Any] = {
         "meta": None, "tests": {}, "collection_errors": {}, "collection_error_reports": 0, "collected": None,
         "deselected": 0, "finished": False, "exitstatus": None, "counted": None, "running": [],
-        "bad_lines": 0, "collected_counts": [],
+        "bad_lines": 0, "collected_counts": [], "failed_reports_seen": None,
     }
     if problem:
         stream["stream_error"] = problem
@@ -53,7 +53,8 @@ def _readable(event: Dict[str, Any]) -> bool:
     elif kind == "collection_error":
         return _is(event.get("signature"), str) and _is(event.get("message"), str)
     elif kind == "finish":
-        return _is(event.get("exitstatus"), int) and _counted_ok(event.get("counted"))
+        return (_is(event.get("exitstatus"), int) and _counted_ok(event.get("counted"))
+                and _is(event.get("failed_reports_seen"), int))
     return True
 
 
@@ -87,6 +88,7 @@ def _apply(out: Dict[str, Any], started: Dict[Any, None], event: Dict[str, Any])
         out["finished"] = True
         out["exitstatus"] = event.get("exitstatus")
         out["counted"] = event.get("counted")
+        out["failed_reports_seen"] = event.get("failed_reports_seen")
 
 
 def read_stream(path: Any) -> Dict[str, Any]:
