@@ -107,3 +107,14 @@ def test_a_failing_subtest_of_the_subtests_fixture_leaves_a_run_that_lost_nothin
     arm = json.loads(proc.stdout)["arms"][0]
     assert (arm["result"], arm["disagreements"]) == ("COMPLETE", []), arm
     assert (arm["counts"]["failed"], arm["counts"]["passed"], proc.returncode) == (1, 1, 0), arm
+
+
+@pytest.mark.parametrize("arms, twice", [("7.5,7.5", "7.5"), ("8.9,7.5,sm_75", "7.5"), ("89, SM89", "8.9")])
+def test_an_arm_given_twice_is_a_usage_error_naming_it(tmp_path, arms, twice):
+    """One arm's files in ``--out`` hold one run: an arm listed twice cannot run twice, and silently running it
+    once would sweep fewer arms than asked."""
+    proc = trtcap("sweep", "--arms", arms, "--out", tmp_path / "o", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("trtcap: error:")]
+    assert len(errors) == 1 and "--arms" in errors[0] and repr(arms) in errors[0] and twice in errors[0], proc.stderr
+    assert proc.stdout == "" and not (tmp_path / "o").exists()  # nothing ran
