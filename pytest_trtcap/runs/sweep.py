@@ -79,6 +79,12 @@ def parse_arms(text: str) -> List[str]:
             caps = guards.parse_targets(text, "--arms")
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    seen: set = set()
+    for item in text.split(","):  # parse_targets drops a repeat; an arm's files in --out hold one run
+        cap = guards.parse_targets(item, "--arms", warn=False)[0]
+        if cap in seen:
+            raise UsageError(f"--arms: {cap[0]}.{cap[1]} is given twice in {text!r} (each arm runs once)")
+        seen.add(cap)
     for w in caught:
         print(f"trtcap: warning: {w.message}", file=sys.stderr)
     return [f"{major}.{minor}" for major, minor in caps]
