@@ -60,6 +60,8 @@ def claim_out_dir(out_dir: str) -> Iterator[None]:
             except BlockingIOError:
                 raise OSError(errno.EBUSY, "another trtcap sweep is writing into it; wait for it to finish "
                               "or choose another --out") from None
+            except OSError:  # a filesystem without locks (some network mounts): sweep as before, unguarded
+                pass
         yield
     finally:
         os.close(fd)
