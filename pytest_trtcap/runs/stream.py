@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from .inputs import RecordError, read_bytes
 from .record import STREAM_SCHEMA
@@ -91,12 +91,14 @@ def _apply(out: Dict[str, Any], started: Dict[Any, None], event: Dict[str, Any])
         out["failed_reports_seen"] = event.get("failed_reports_seen")
 
 
-def read_stream(path: Any) -> Dict[str, Any]:
+def read_stream(path: Any, raw: Optional[bytes] = None) -> Dict[str, Any]:
     """The stream as a dict: ``meta`` (the header), ``tests``, ``collection_errors``, ``collected``,
     ``deselected``, ``finished``, ``exitstatus``, ``counted`` (pytest's own counts), ``running`` (started
-    but unfinished node ids), ``bad_lines`` and ``collection_error_reports``.
+    but unfinished node ids), ``bad_lines`` and ``collection_error_reports``. ``raw``: the file's bytes when
+    the caller has read them already (a pipe can be read once).
     """
-    raw = read_bytes(path, missing="missing: pytest did not start the recorder (no stream written)")
+    if raw is None:
+        raw = read_bytes(path, missing="missing: pytest did not start the recorder (no stream written)")
     lines = raw.decode("utf-8", errors="replace").split("\n")
     out = empty_stream()
     started: Dict[Any, None] = {}
