@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -118,3 +119,15 @@ def test_an_arm_given_twice_is_a_usage_error_naming_it(tmp_path, arms, twice):
     errors = [line for line in proc.stderr.splitlines() if line.startswith("trtcap: error:")]
     assert len(errors) == 1 and "--arms" in errors[0] and repr(arms) in errors[0] and twice in errors[0], proc.stderr
     assert proc.stdout == "" and not (tmp_path / "o").exists()  # nothing ran
+
+
+def test_a_sweep_where_pytest_loads_no_plugin_by_itself_still_runs_its_arms(tmp_path):
+    """``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` (a hermetic CI job): each arm's ``--trt-target-sm`` is the plugin's
+    option, so the sweep loads the plugin it needs, as it loads its recorder."""
+    suite = make_suite(tmp_path / "suite", {"test_one.py": "def test_one():\n    pass\n"})
+    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest_trtcap", "sweep", "--arms", "7.5", "--out", tmp_path / "o"],
+                          cwd=suite, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.rstrip().splitlines()[-1] == "RESULT: COMPLETE: 1 arm(s), 0 arm-specific failure(s)", (
+        proc.stdout)
+    assert proc.returncode == 0
