@@ -131,3 +131,14 @@ def test_a_sweep_where_pytest_loads_no_plugin_by_itself_still_runs_its_arms(tmp_
     assert proc.stdout.rstrip().splitlines()[-1] == "RESULT: COMPLETE: 1 arm(s), 0 arm-specific failure(s)", (
         proc.stdout)
     assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("args", [["-p", "cacheprovider"], ["-pcacheprovider"], ["-p", "stepwise"]])
+def test_turning_pytests_cache_back_on_is_a_usage_error_before_any_arm_runs(tmp_path, args):
+    """With the cache back on, a project's ``addopts = --lf`` makes the second arm run only the first arm's
+    failures: a test failing on the second arm only is never run there, and both arms look complete."""
+    proc = trtcap("sweep", "--arms", "7.5,8.9", "--out", tmp_path / "o", "--", *args, cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("trtcap: error:")]
+    assert len(errors) == 1 and "".join(args).replace("-p", "") in errors[0] and "cache" in errors[0], proc.stderr
+    assert proc.stdout == "" and not (tmp_path / "o").exists()  # nothing ran
