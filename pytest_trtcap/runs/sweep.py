@@ -92,7 +92,17 @@ def parse_arms(text: str) -> List[str]:
     return [f"{major}.{minor}" for major, minor in caps]
 
 
+def _plugins_named(args: Sequence[str]) -> List[str]:
+    """The plugin names given to ``-p`` (``-p NAME`` or ``-pNAME``, as pytest's own pre-parse reads them)."""
+    return [args[i + 1] if arg == "-p" else arg[2:] for i, arg in enumerate(args)
+            if (arg == "-p" and i + 1 < len(args)) or (arg.startswith("-p") and len(arg) > 2)]
+
+
 def check_pytest_args(args: Sequence[str]) -> None:
+    for name in _plugins_named(args):
+        if name.rsplit(".", 1)[-1] in ("cacheprovider", "stepwise"):
+            raise UsageError(f"-p {name} turns pytest's cache back on, which trtcap sweep turns off for each arm "
+                             "(one arm's failures must not choose another arm's tests); remove it")
     for arg in args:
         for opt in _RESERVED:
             if arg == opt or arg.startswith(opt + "="):
