@@ -49,9 +49,12 @@ def arm_paths(out_dir: str, arm: str) -> ArmPaths:
 
 
 def pytest_command(arm: str, paths: ArmPaths, pytest_args: Sequence[str]) -> List[str]:
+    """The arm's pytest, loading the plugin whose option it passes (where pytest loads no plugin by itself,
+    ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``; beside the entry point the plugin registers once) and the recorder."""
     return [
-        sys.executable, "-m", "pytest", "--trt-target-sm", arm, f"--junitxml={paths.junit}",
-        "-p", "no:cacheprovider", "-p", "pytest_trtcap.runs.recorder", f"--trtcap-record={paths.stream}",
+        sys.executable, "-m", "pytest", "-p", "pytest_trtcap.plugin", "--trt-target-sm", arm,
+        f"--junitxml={paths.junit}", "-p", "no:cacheprovider", "-p", "pytest_trtcap.runs.recorder",
+        f"--trtcap-record={paths.stream}",
         *pytest_args,
     ]
 

@@ -61,7 +61,10 @@ def summarise_reports(reports: Iterable[PhaseReport]) -> Dict[str, Any]:
     """Fold a test's reports into its record entry: ``outcome``, ``signature``, ``reason`` and ``when``."""
     by_when: Dict[str, PhaseReport] = {}
     for rep in reports:
-        by_when[rep.when] = rep  # a rerun replaces the earlier attempt
+        earlier = by_when.get(rep.when)
+        if earlier is not None and earlier.outcome == "failed" and rep.outcome != "failed":
+            continue  # a failed subtest's report, then the test's own passing one: the failure stands
+        by_when[rep.when] = rep  # otherwise a later report of a phase replaces the earlier one
     outcome, rep = decide(by_when)
     when = rep.when if rep.when in WHENS else "crash"
     reason: Optional[str] = None

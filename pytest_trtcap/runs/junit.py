@@ -103,10 +103,10 @@ def _case(case: Any) -> Dict[str, Any]:
     return {"status": status, "outcome": outcome, "signature": signature, "reason": reason}
 
 
-def _root(path: Any) -> Any:
+def _root(path: Any, data: Optional[bytes]) -> Any:
     import xml.etree.ElementTree as ET
 
-    data = read_bytes(path)
+    data = read_bytes(path) if data is None else data
     if not data.strip():
         raise RecordError(path, "empty file (0 bytes of XML)" if not data else "empty file (only whitespace)")
     try:
@@ -119,12 +119,12 @@ def _root(path: Any) -> Any:
         raise RecordError(path, f"unreadable XML ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
-def parse_junit(path: Any) -> Dict[str, Any]:
+def parse_junit(path: Any, data: Optional[bytes] = None) -> Dict[str, Any]:
     """Parse a JUnit XML report: ``cases`` (key -> status, outcome, signature, reason), ``elements``
     (testcase count) and ``suite`` (summed tests/failures/errors/skipped attributes). RecordError for
-    missing, empty, truncated or foreign files.
+    missing, empty, truncated or foreign files. ``data``: the file's bytes, already read (a pipe reads once).
     """
-    root = _root(path)
+    root = _root(path, data)
     tag = _local(root.tag)
     if tag not in ("testsuites", "testsuite"):
         raise RecordError(path, f"not a JUnit XML report (root element <{tag}>, expected <testsuites> or <testsuite>)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from .gcpause import gc_paused
 from .inputs import RecordError, read_bytes
@@ -28,17 +28,17 @@ def _json_problem(text: str, exc: json.JSONDecodeError) -> str:
     return f"invalid JSON ({where})"
 
 
-def record_from_junit(path: Any) -> Record:
+def record_from_junit(path: Any, raw: Optional[bytes] = None) -> Record:
     tests = {key: {"outcome": case["outcome"], "signature": case["signature"], "reason": case["reason"]}
-             for key, case in parse_junit(path)["cases"].items()}
+             for key, case in parse_junit(path, raw)["cases"].items()}
     data = {"schema": SCHEMA, "version": VERSION, "arm": None, "label": os.path.basename(str(path)),
             "source": "junit", "tests": tests, "collection_errors": {}}
     return Record(path, data, "junit")
 
 
-def record_from_stream(path: Any) -> Record:
+def record_from_stream(path: Any, raw: Optional[bytes] = None) -> Record:
     """A bare stream, reconciled with what it carries (no process exit status)."""
-    stream = read_stream(path)
+    stream = read_stream(path, raw)
     return Record(path, build_record(stream, reconcile(stream)), "stream")
 
 
@@ -65,7 +65,7 @@ def load_record(path: Any) -> Record:
     if not raw.strip():
         raise RecordError(path, "empty file (0 bytes)" if not raw else "empty file (only whitespace)")
     if looks_like_xml(raw):
-        return record_from_junit(path)
+        return record_from_junit(path, raw)  # the bytes already read: a pipe cannot be read twice
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -74,6 +74,6 @@ def load_record(path: Any) -> Record:
     if not head.startswith(("{", "[")):
         raise RecordError(path, "neither a trtcap record (JSON) nor a JUnit XML report")
     if f'"{STREAM_SCHEMA}"' in head.split("\n", 1)[0]:
-        return record_from_stream(path)
+        return record_from_stream(path, raw)
     data: Dict[str, Any] = validate_record(path, _decode_json(path, text))
     return Record(path, upgrade(data))

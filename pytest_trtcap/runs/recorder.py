@@ -10,10 +10,14 @@ still leaves everything up to the crash (and the test that was running) on disk:
     {"e": "start", "id": "test_a.py::test_x"}
     {"e": "test", "id": "test_a.py::test_x", "outcome": "failed", "signature": "...", "reason": null,
      "when": "call", "duration": 0.01, "categories": ["failed"]}
-    {"e": "finish", "exitstatus": 1, "counted": {"collected": 12, "failed_reports": 1, "outcomes": {...}, ...}}
+    {"e": "finish", "exitstatus": 1, "counted": {"collected": 12, "failed_reports": 1, "outcomes": {...}, ...},
+     "failed_reports_seen": 1}
 
 ``counted`` is what pytest itself counted (``session.testscollected``, ``session.testsfailed`` and the
 terminal reporter's stats), taken at session finish, so reconciliation never reads pytest's terminal text.
+``failed_reports_seen`` is the recorder's own count of the reports pytest's counter counts, as that counter
+sees them: a report a hook turns into a failure afterwards (a test of pytest's ``subtests`` fixture whose
+subtest failed) is in pytest's stats but not in its counter, and is not in this count either.
 Every line is ASCII JSON: any text a test produces (lone surrogates included) is stored, escaped, losslessly.
 Under pytest-xdist only the controller records (it sees every worker's reports).
 """
@@ -91,6 +95,7 @@ class Recorder:
         self.categories: Dict[str, List[str]] = {}
         self.deselected = 0
         self.collected_written: set = set()
+        self.failed_seen = 0
         self._write(_header(config))
 
     def _write(self, event: Dict[str, Any]) -> None:
@@ -121,6 +126,7 @@ class Recorder:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.passed:
             return
+        self.failed_seen += report.failed
         message = report_message(report)
         if report.failed:
             self._write({"e": "collection_error", "id": report.nodeid, "message": message.text,
@@ -151,7 +157,15 @@ class Recorder:
             return "error" if report.failed else ("" if report.passed else report.outcome)
         return report.outcome
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Any:
+        # Counted before any plugin sees the report, as pytest's counter sees it; recorded after all of them.
+        self.failed_seen += report.failed and not hasattr(report, "wasxfail")
+        result = yield
+        self._log(report)
+        return result
+
+    def _log(self, report: pytest.TestReport) -> None:
         nodeid = report.nodeid
         message = report_message(report)
         wasxfail = hasattr(report, "wasxfail")
@@ -180,7 +194,8 @@ class Recorder:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: Any) -> None:
         for nodeid in list(self.pending):
             self._finish(nodeid)
-        self._write({"e": "finish", "exitstatus": int(exitstatus), "counted": counted_by_pytest(session)})
+        self._write({"e": "finish", "exitstatus": int(exitstatus), "counted": counted_by_pytest(session),
+                     "failed_reports_seen": self.failed_seen})
 
     def pytest_unconfigure(self) -> None:
         if not self.file.closed:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from .inputs import RecordError, read_bytes
 from .record import STREAM_SCHEMA
@@ -15,7 +15,7 @@ def empty_stream(problem: str = "") -> Dict[str, Any]:
     stream: Dict[str, Any] = {
         "meta": None, "tests": {}, "collection_errors": {}, "collection_error_reports": 0, "collected": None,
         "deselected": 0, "finished": False, "exitstatus": None, "counted": None, "running": [],
-        "bad_lines": 0, "collected_counts": [],
+        "bad_lines": 0, "collected_counts": [], "failed_reports_seen": None,
     }
     if problem:
         stream["stream_error"] = problem
@@ -53,7 +53,8 @@ def _readable(event: Dict[str, Any]) -> bool:
     elif kind == "collection_error":
         return _is(event.get("signature"), str) and _is(event.get("message"), str)
     elif kind == "finish":
-        return _is(event.get("exitstatus"), int) and _counted_ok(event.get("counted"))
+        return (_is(event.get("exitstatus"), int) and _counted_ok(event.get("counted"))
+                and _is(event.get("failed_reports_seen"), int))
     return True
 
 
@@ -87,14 +88,17 @@ def _apply(out: Dict[str, Any], started: Dict[Any, None], event: Dict[str, Any])
         out["finished"] = True
         out["exitstatus"] = event.get("exitstatus")
         out["counted"] = event.get("counted")
+        out["failed_reports_seen"] = event.get("failed_reports_seen")
 
 
-def read_stream(path: Any) -> Dict[str, Any]:
+def read_stream(path: Any, raw: Optional[bytes] = None) -> Dict[str, Any]:
     """The stream as a dict: ``meta`` (the header), ``tests``, ``collection_errors``, ``collected``,
     ``deselected``, ``finished``, ``exitstatus``, ``counted`` (pytest's own counts), ``running`` (started
-    but unfinished node ids), ``bad_lines`` and ``collection_error_reports``.
+    but unfinished node ids), ``bad_lines`` and ``collection_error_reports``. ``raw``: the file's bytes when
+    the caller has read them already (a pipe can be read once).
     """
-    raw = read_bytes(path, missing="missing: pytest did not start the recorder (no stream written)")
+    if raw is None:
+        raw = read_bytes(path, missing="missing: pytest did not start the recorder (no stream written)")
     lines = raw.decode("utf-8", errors="replace").split("\n")
     out = empty_stream()
     started: Dict[Any, None] = {}

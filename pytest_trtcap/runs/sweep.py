@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import sys
 import warnings
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .arm import run_arm
 from .compare import comparable_tests
@@ -36,6 +38,34 @@ _NEED_CACHE = ("--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new
                "--cache-clear", "--lfnf", "--last-failed-no-failures", "--sw", "--stepwise", "--sw-skip",
                "--stepwise-skip", "--sw-reset", "--stepwise-reset")
 
+#: The lock a sweep holds on ``--out`` while it runs. Each arm's files have fixed names there, and an arm
+#: removes stale ones before it starts: a second sweep into the same directory would delete the first's stream
+#: and the first would read back the second's run as its own. The second is refused at once instead.
+LOCK_NAME = ".trtcap-sweep.lock"
+
+
+@contextlib.contextmanager
+def claim_out_dir(out_dir: str) -> Iterator[None]:
+    """Create ``out_dir`` and hold its lock until the block ends (the operating system drops it if we die)."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): nothing to hold
+        fcntl = None
+    os.makedirs(out_dir, exist_ok=True)
+    fd = os.open(os.path.join(out_dir, LOCK_NAME), os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise OSError(errno.EBUSY, "another trtcap sweep is writing into it; wait for it to finish "
+                              "or choose another --out") from None
+            except OSError:  # a filesystem without locks (some network mounts): sweep as before, unguarded
+                pass
+        yield
+    finally:
+        os.close(fd)
+
 
 class UsageError(Exception):
     """Bad command-line input; ``trtcap`` prints it and exits with ``cli.EXIT_INCOMPLETE``."""
@@ -51,12 +81,28 @@ def parse_arms(text: str) -> List[str]:
             caps = guards.parse_targets(text, "--arms")
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    seen: set = set()
+    for item in text.split(","):  # parse_targets drops a repeat; an arm's files in --out hold one run
+        cap = guards.parse_targets(item, "--arms", warn=False)[0]
+        if cap in seen:
+            raise UsageError(f"--arms: {cap[0]}.{cap[1]} is given twice in {text!r} (each arm runs once)")
+        seen.add(cap)
     for w in caught:
         print(f"trtcap: warning: {w.message}", file=sys.stderr)
     return [f"{major}.{minor}" for major, minor in caps]
 
 
+def _plugins_named(args: Sequence[str]) -> List[str]:
+    """The plugin names given to ``-p`` (``-p NAME`` or ``-pNAME``, as pytest's own pre-parse reads them)."""
+    return [args[i + 1] if arg == "-p" else arg[2:] for i, arg in enumerate(args)
+            if (arg == "-p" and i + 1 < len(args)) or (arg.startswith("-p") and len(arg) > 2)]
+
+
 def check_pytest_args(args: Sequence[str]) -> None:
+    for name in _plugins_named(args):
+        if name.rsplit(".", 1)[-1] in ("cacheprovider", "stepwise"):
+            raise UsageError(f"-p {name} turns pytest's cache back on, which trtcap sweep turns off for each arm "
+                             "(one arm's failures must not choose another arm's tests); remove it")
     for arg in args:
         for opt in _RESERVED:
             if arg == opt or arg.startswith(opt + "="):
@@ -176,7 +222,8 @@ def run_sweep(
     check_pytest_args(pytest_args)
     progress = progress or Progress()
     records = []
-    for index, arm in enumerate(arms, 1):
-        prefix = f"trtcap: [{index}/{len(arms)}] arm {arm}"
-        records.append(run_arm(arm, out_dir, pytest_args, progress=progress, prefix=prefix, env=env, cwd=cwd))
+    with claim_out_dir(out_dir):
+        for index, arm in enumerate(arms, 1):
+            prefix = f"trtcap: [{index}/{len(arms)}] arm {arm}"
+            records.append(run_arm(arm, out_dir, pytest_args, progress=progress, prefix=prefix, env=env, cwd=cwd))
     return summarise_sweep(records, out_dir, pytest_args)
