@@ -142,3 +142,15 @@ def test_turning_pytests_cache_back_on_is_a_usage_error_before_any_arm_runs(tmp_
     errors = [line for line in proc.stderr.splitlines() if line.startswith("trtcap: error:")]
     assert len(errors) == 1 and "".join(args).replace("-p", "") in errors[0] and "cache" in errors[0], proc.stderr
     assert proc.stdout == "" and not (tmp_path / "o").exists()  # nothing ran
+
+
+@pytest.mark.parametrize("args", [["-n", "2", "--dist", "each"], ["-n", "2", "--dist=each"]])
+def test_xdist_running_every_test_on_every_worker_is_a_usage_error_before_any_arm_runs(tmp_path, args):
+    """``--dist each`` runs each test once per worker: pytest counts every run, a record holds one result per
+    test, so an arm that lost nothing could never be reconciled (it went INCOMPLETE, blaming the counts)."""
+    suite = make_suite(tmp_path / "suite", {"test_a.py": "def test_a():\n    pass\n"})
+    proc = trtcap("sweep", "--arms", "7.5,8.9", "--out", tmp_path / "o", "--", *args, cwd=suite)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("trtcap: error:")]
+    assert len(errors) == 1 and "--dist each" in errors[0], proc.stderr
+    assert proc.stdout == "" and not (tmp_path / "o").exists()  # nothing ran
