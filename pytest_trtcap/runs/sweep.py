@@ -103,7 +103,10 @@ def check_pytest_args(args: Sequence[str]) -> None:
         if name.rsplit(".", 1)[-1] in ("cacheprovider", "stepwise"):
             raise UsageError(f"-p {name} turns pytest's cache back on, which trtcap sweep turns off for each arm "
                              "(one arm's failures must not choose another arm's tests); remove it")
-    for arg in args:
+    for i, arg in enumerate(args):
+        if arg == "--dist=each" or (arg == "--dist" and list(args[i + 1:i + 2]) == ["each"]):
+            raise UsageError("--dist each runs every test once per xdist worker, and an arm's record holds one "
+                             "result per test; remove it (--dist load and the other modes run each test once)")
         for opt in _RESERVED:
             if arg == opt or arg.startswith(opt + "="):
                 raise UsageError(f"{opt} is set by trtcap sweep for each arm; remove it from the pytest arguments")
