@@ -91,13 +91,17 @@ def test_bf16_anywhere_looks_at_outputs_and_nested_inputs():
     assert node_checks.bf16_anywhere(node(operand(torch.float32), meta={"val": torch.empty(2)}), ()) is False
 
 
-ODD = [None, object(), 42, "text", SimpleNamespace(args="text", kwargs=[], meta="meta"),
-       SimpleNamespace(args=(), kwargs={}, meta={"val": object()}), node(object(), None, "2", None)]
+ODD = {  # named: a repr with an address would differ between xdist workers
+    "None": None, "object": object(), "int": 42, "text": "text",
+    "fields of the wrong types": SimpleNamespace(args="text", kwargs=[], meta="meta"),
+    "no arguments, an object as its value": SimpleNamespace(args=(), kwargs={}, meta={"val": object()}),
+    "arguments that are no nodes": node(object(), None, "2", None),
+}
 CHECKS = [(node_checks.fp32_operand, MM), (node_checks.fp16_operand, MM), (node_checks.cdist_emits_matmul, CDIST),
           (node_checks.forward_conv3d, CONV), (node_checks.bf16_anywhere, ())]
 
 
-@pytest.mark.parametrize("odd", ODD, ids=repr)
-@pytest.mark.parametrize("check, operands", CHECKS, ids=lambda c: getattr(c, "__name__", ""))
+@pytest.mark.parametrize("odd", list(ODD.values()), ids=list(ODD))
+@pytest.mark.parametrize("check, operands", CHECKS, ids=[check.__name__ for check, _ in CHECKS])
 def test_whatever_they_are_handed_they_answer_false(check, operands, odd):
     assert check(odd, operands) is False
