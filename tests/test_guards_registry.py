@@ -354,17 +354,6 @@ def test_neutralizing_the_fused_target_puts_it_back_on_tensorrt(targets, guarded
         assert tm.placement(tm.partition(tm.pad_conv_graph(3)))["acc"] == [ASYM, RELU]
 
 
-def test_the_guards_and_isolation_find_the_one_live_registry(converter_registry):
-    """Installing, the review and the plugin's isolation all reach the object Torch-TensorRT registers into."""
-    from pytest_trtcap import held_registry
-    from trtcap_guards.live_registry import converter_registry as imported
-    from trtcap_guards.live_registry import loaded_converter_registry
-
-    assert loaded_converter_registry() is converter_registry
-    assert imported() is converter_registry
-    assert held_registry.registry_snapshot().registries is converter_registry.registries
-
-
 class _Unprintable:
     def __repr__(self):
         raise RuntimeError("repr exploded")

@@ -3,25 +3,13 @@ plugin loads neither the rules, the predicate nor the registry. Checked in fresh
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
+from loaded_modules import loaded_after as _loaded
 
 import trtcap_guards
-
-PROBE = """
-import json, sys
-{imports}
-print(json.dumps(sorted(m for m in sys.modules if m.startswith(("trtcap_guards", "pytest_trtcap", "torch")))))
-"""
-
-
-def _loaded(imports: str) -> list:
-    proc = subprocess.run([sys.executable, "-c", PROBE.format(imports=imports)], capture_output=True, text=True,
-                          check=True)
-    return json.loads(proc.stdout.splitlines()[-1])
 
 
 def test_importing_the_guards_loads_no_submodule() -> None:
@@ -52,29 +40,6 @@ def test_the_modules_every_pytest_run_loads_have_no_assert_for_pytest_to_rewrite
             tree = ast.parse(f.read())
         assert "PYTEST_DONT_REWRITE" in (ast.get_docstring(tree) or ""), name
         assert not [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)], name
-
-
-def test_the_isolations_registry_access_loads_no_heavy_module_and_imports_nothing() -> None:
-    """Per-test isolation reaches the converter registry where the guards do (``live_registry``): loading it, and
-    asking while nothing imported Torch-TensorRT, loads neither the guards' rules and registry nor torch."""
-    loaded = _loaded("import pytest_trtcap.held_registry\n"
-                     "from trtcap_guards.live_registry import loaded_converter_registry\n"
-                     "assert loaded_converter_registry() is None")
-    assert "trtcap_guards.live_registry" in loaded, loaded
-    for heavy in ("trtcap_guards.rules", "trtcap_guards.targets", "trtcap_guards.registry",
-                  "trtcap_guards.validators", "trtcap_guards.builder", "trtcap_guards.gpuless", "torch"):
-        assert heavy not in loaded, loaded
-
-
-def test_every_exported_name_resolves_and_is_listed() -> None:
-    code = ("import trtcap_guards as g\n"
-            "missing = [n for n in g.__all__ if getattr(g, n, None) is None]\n"
-            "assert not missing, missing\n"
-            "assert set(g.__all__) <= set(dir(g))\n"
-            "from trtcap_guards import *\n"
-            "assert callable(capability_decision) and g.gpu_less_import_status is g.gpuless.status\n"
-            "assert g.ENV_TARGETS == g.targets.ENV_TARGETS == 'TRTCAP_TARGET_SM'\n")
-    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 DROPPED = """

@@ -1,6 +1,6 @@
 """``--trtcap-neutralize`` names checked against the converter targets the installed Torch-TensorRT registers
 (``pytest_trtcap.neutralize_targets``): a typo is a usage error naming the source, the name and the nearest real
-targets, never a neutralization of nothing. The option end to end is in test_plugin_settings.py."""
+targets, never a neutralization of nothing. The option end to end is in test_settings.py."""
 
 from __future__ import annotations
 

@@ -1,16 +1,18 @@
 """Partition counts keyed off the one predicate (``pytest_trtcap.partitions``): the expectation chosen for the
 declared targets, block counts and descriptions of a partitioned module, and the failure that lists the blocks.
 Models go through the real export, lowering and ``fast_partition``; the fixture and helpers inside a pytest
-session are in test_plugin_fixtures.py."""
+session are in test_fixtures.py."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import torch
 import trt_models as tm
 
+import trtcap_guards as guards
 from pytest_trtcap.partitions import (
     PartitionCounts,
     assert_partition_counts,
@@ -116,3 +118,66 @@ def test_the_decision_line_keeps_a_declared_origin_on_it(targets):
     last = str(info.value).splitlines()[-1]
     assert last.startswith("trtcap: targets Turing on TensorRT-RTX = True: ")
     assert last.endswith("(targets 7.5 from ci\\n\\x1b[2Jforged)")
+
+
+# --- the helpers on the recipe the suites in test_fixtures.py run, here in this process ----------------------
+
+
+@pytest.fixture(scope="module")
+def recipe() -> Any:
+    """``plugin_recipe``: the FP32 MLP the fixture suites in test_fixtures.py partition, here in this process."""
+    import plugin_recipe
+
+    return plugin_recipe
+
+
+def test_count_partitions_at_7_5_and_8_9(recipe: Any) -> None:
+    with guards.declare_targets("7.5", origin="test"), guards.installed():
+        pm, model, x = recipe.partition()
+        names = [n for n, _ in pm.named_children() if n.startswith("_run_on")]
+        assert names == ["_run_on_gpu_0", "_run_on_acc_1", "_run_on_gpu_2"]
+        assert count_partitions(pm) == PartitionCounts(acc=1, gpu=2)
+        assert torch.allclose(pm(x), model(x))
+        fp16, _, _ = recipe.partition(torch.float16)
+        assert count_partitions(fp16) == (1, 0)  # FP16 GEMMs stay on TensorRT at 7.5
+    with guards.declare_targets("8.9", origin="test"), guards.installed():
+        pm, _, _ = recipe.partition()
+        assert [n for n, _ in pm.named_children() if n.startswith("_run_on")] == ["_run_on_acc_0"]
+        assert count_partitions(pm) == PartitionCounts(acc=1, gpu=0)
+
+
+def test_assert_partition_counts_passes_and_its_failure_lists_blocks_and_decision(recipe: Any) -> None:
+    with guards.declare_targets("7.5", origin="test"), guards.installed():
+        pm, _, _ = recipe.partition()
+        assert_partition_counts(pm, (1, 2))
+        assert_partition_counts(pm, PartitionCounts(acc=1, gpu=2))
+        with pytest.raises(AssertionError) as failure:
+            assert_partition_counts(pm, (1, 0))
+    assert str(failure.value) == (
+        "partition counts (1, 2) != expected (1, 0) (acc, gpu)\n"
+        "blocks:\n"
+        "  _run_on_gpu_0: aten.linear.default\n"
+        "  _run_on_acc_1: aten.relu.default\n"
+        "  _run_on_gpu_2: aten.linear.default\n"
+        "trtcap: targets Turing on TensorRT-RTX = True: TensorRT-RTX targets SM 7.5 (targets 7.5 from test)"
+    )
+
+    with guards.declare_targets("8.9", origin="ci"), guards.installed():
+        pm, _, _ = recipe.partition()
+        with pytest.raises(AssertionError) as failure:
+            assert_partition_counts(pm, (1, 2))
+    message = str(failure.value)
+    assert message.startswith("partition counts (1, 0) != expected (1, 2) (acc, gpu)\nblocks:\n")
+    assert "  _run_on_acc_0: aten.linear.default, aten.relu.default, aten.linear.default\n" in message
+    assert message.endswith(
+        "trtcap: targets Turing on TensorRT-RTX = False: SM 7.5 is not among the targets (targets 8.9 from ci)"
+    )
+
+
+def test_partition_helpers_on_an_unpartitioned_module_and_bad_expectations(recipe: Any) -> None:
+    gm, _, _ = recipe.lowered()
+    assert count_partitions(gm) == (0, 0)
+    assert describe_partitions(gm) == "  (no partitions)"
+    for bad in [(1,), (1, 2, 3), (1, -1), (1.0, 2), (True, 0), "12", None]:
+        with pytest.raises(ValueError, match=r"expected: expected \(acc, gpu\) non-negative integers"):
+            assert_partition_counts(gm, bad)

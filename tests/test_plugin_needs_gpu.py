@@ -303,16 +303,16 @@ def test_finalizer_needs_a_gpu(finalizer_on_cuda):
 def test_fixtures_of_every_scope(pytester: pytest.Pytester) -> None:
     """A module-scoped fixture that needs a GPU skips each test using it (its cached error is re-raised for the
     second); a fixture finalizer that needs one stays a teardown error: only setup and call are converted."""
-    pytester.makepyfile(test_fixtures=FIXTURES)
+    pytester.makepyfile(test_scopes=FIXTURES)  # not test_fixtures: that module of ours is imported
     result = pytester.runpytest("--trtcap-needs-gpu", "skip", "-rA", "-vv")  # -vv: the ERROR line's message whole
     outcomes = _outcomes(result)
-    assert outcomes["test_fixtures.py::test_first_user"] == "skipped"
-    assert outcomes["test_fixtures.py::test_second_user"] == "skipped"
-    assert outcomes["test_fixtures.py::test_cpu_only"] == "passed"
+    assert outcomes["test_scopes.py::test_first_user"] == "skipped"
+    assert outcomes["test_scopes.py::test_second_user"] == "skipped"
+    assert outcomes["test_scopes.py::test_cpu_only"] == "passed"
     result.assert_outcomes(passed=2, skipped=2, errors=1)  # the finalizer test passes, then errors in teardown
-    result.stdout.fnmatch_lines(["ERROR test_fixtures.py::test_finalizer_needs_a_gpu - RuntimeError: Found no *"])
-    line = _line(pytester, "test_fixtures.py", "torch.nn.Linear(2, 2).cuda()")
-    assert [s for s in _skip_lines(result) if f"test_fixtures.py:{line}: {PREFIX}test_fixtures.py:{line}: " in s]
+    result.stdout.fnmatch_lines(["ERROR test_scopes.py::test_finalizer_needs_a_gpu - RuntimeError: Found no *"])
+    line = _line(pytester, "test_scopes.py", "torch.nn.Linear(2, 2).cuda()")
+    assert [s for s in _skip_lines(result) if f"test_scopes.py:{line}: {PREFIX}test_scopes.py:{line}: " in s]
 
 
 def test_a_conftest_that_needs_a_gpu_is_still_a_usage_error(pytester: pytest.Pytester) -> None:

@@ -1,4 +1,4 @@
-"""Conftest of the isolation scenarios (run by tests/test_plugin_isolation.py in a subprocess, never directly)."""
+"""Conftest of the isolation scenarios (run by tests/test_isolation.py in a subprocess, never directly)."""
 
 import pytest
 

@@ -323,22 +323,6 @@ def test_gpu_less_import_setting(
     result.stdout.fnmatch_lines([f"trtcap: gpu-less import: off (from {source}); isolation: warn (default)"])
 
 
-def test_options_are_documented_in_help(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--help")
-    result.stdout.fnmatch_lines([
-        "capability guards for Torch-TensorRT on TensorRT-RTX:",
-        "*--trt-target-sm=LIST*",
-        "*--trt-backend={auto,rtx,standard}*",
-        "*--trtcap-guards={on,off}*",
-        "*--trtcap-neutralize=TARGET*",
-        "*--trtcap-strict*",
-        "*--trtcap-gpu-less-import={auto,off}*",
-    ])
-    for ini in ("trt_target_sm", "trt_backend", "trtcap_guards", "trtcap_neutralize", "trtcap_strict",
-                "trtcap_gpu_less_import"):
-        result.stdout.fnmatch_lines([f"  {ini} (*):*"])
-
-
 # --- bad values: usage errors that name the source and the value ---------------------------------------
 
 BAD_VALUES = {
@@ -422,18 +406,6 @@ def test_hook_is_not_consulted_when_a_setting_gives_targets(pytester: pytest.Pyt
     result.stdout.fnmatch_lines(
         ["trtcap: targets: 8.9 (from --trt-target-sm);*targets Turing on TensorRT-RTX: no; guards: *"]
     )
-
-
-def test_first_hook_result_wins(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest("def pytest_trtcap_target_capabilities(config):\n    return None\n")
-    pytester.syspathinsert()
-    pytester.makepyfile(
-        plugin_a="def pytest_trtcap_target_capabilities(config):\n    return '8.9'\n",
-    )
-    pytester.makepyfile(GEMM_TEST)
-    result = pytester.runpytest("-p", "plugin_a")
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["trtcap: targets: 8.9 (from hook pytest_trtcap_target_capabilities);*"])
 
 
 def test_unsupported_target_warns(pytester: pytest.Pytester) -> None:
