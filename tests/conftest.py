@@ -152,3 +152,21 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
     for item in items:
         if "targets" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.trtcap_no_isolation)
+
+
+def _import_hooks() -> list:
+    return [f for f in sys.meta_path if type(f).__name__ == "_ImportHook"]
+
+
+@pytest.fixture
+def process_state_unchanged() -> Iterator[None]:
+    """Inline runs share this process: the plugin must undo its declarations at unconfigure."""
+    before = guards.state_snapshot(fired=False)
+    hooks = _import_hooks()
+    yield
+    after = guards.state_snapshot(fired=False)
+    assert (after.targets, after.targets_origin, after.backend, after.backend_origin) == (
+        before.targets, before.targets_origin, before.backend, before.backend_origin
+    ), "an inline run left a process-wide declaration behind"
+    assert after.neutralized == before.neutralized, "an inline run left guards neutralized"
+    assert _import_hooks() == hooks, "an inline run left its torch_tensorrt import hook in sys.meta_path"

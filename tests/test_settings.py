@@ -1,18 +1,14 @@
 """The plugin's settings as a user sees them: sources, precedence, the header, and usage errors.
 
 Runs pytest inline (``pytester.runpytest``): nothing here imports torch, and every inline run must leave the
-process as it found it (declared targets and backend, neutralized guards, the import hook), which the autouse
-``process_state_unchanged`` fixture checks after each test.
+process as it found it (declared targets and backend, neutralized guards, the import hook), which the
+``process_state_unchanged`` fixture (``conftest.py``) checks after each test.
 """
 
 from __future__ import annotations
 
-import sys
-from typing import Iterator
-
 import pytest
 
-import trtcap_guards as guards
 from pytest_trtcap import settings as trtcap_settings
 
 USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
@@ -27,123 +23,7 @@ def test_fp32_gemm():
 
 
 
-def _import_hooks() -> list:
-    return [f for f in sys.meta_path if type(f).__name__ == "_ImportHook"]
-
-
-@pytest.fixture(autouse=True)
-def process_state_unchanged() -> Iterator[None]:
-    """Inline runs share this process: the plugin must undo its declarations at unconfigure."""
-    before = guards.state_snapshot(fired=False)
-    hooks = _import_hooks()
-    yield
-    after = guards.state_snapshot(fired=False)
-    assert (after.targets, after.targets_origin, after.backend, after.backend_origin) == (
-        before.targets, before.targets_origin, before.backend, before.backend_origin
-    ), "an inline run left a process-wide declaration behind"
-    assert after.neutralized == before.neutralized, "an inline run left guards neutralized"
-    assert _import_hooks() == hooks, "an inline run left its torch_tensorrt import hook in sys.meta_path"
-
-
-# --- loading and disabling ---------------------------------------------------------------------------
-
-
-def test_entry_point_loads_and_prints_the_header(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile("def test_one(): pass")
-    result = pytester.runpytest("-v")
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([
-        "trtcap: targets: not declared (host device decides at first use); backend: * (detected); "
-        "targets Turing on TensorRT-RTX: pending host device; guards: *",
-        f"trtcap: torch-tensorrt {guards.torch_tensorrt_version()} (*)",
-        "trtcap: neutralized: none",
-        "trtcap: gpu-less import: *; isolation: warn (default)",
-        "plugins: *trtcap-*",
-    ])
-
-
-def test_p_no_trtcap_disables_header_options_and_markers(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(GEMM_TEST)
-    plain = pytester.runpytest("-p", "no:trtcap")
-    plain.assert_outcomes(passed=1)
-    assert "trtcap:" not in plain.stdout.str()
-
-    option = pytester.runpytest("-p", "no:trtcap", "--trt-target-sm", "7.5")
-    assert option.ret == USAGE_ERROR
-    option.stderr.fnmatch_lines(["*unrecognized arguments: --trt-target-sm*"])
-
-    # in a fresh process: pytest's global mark generator remembers markers this process has seen registered
-    strict = pytester.runpytest_subprocess("-p", "no:trtcap", "--strict-markers")
-    assert strict.ret == pytest.ExitCode.INTERRUPTED
-    strict.stdout.fnmatch_lines(["*'trt_fp32_gemm' not found in `markers` configuration option*"])
-
-
-def test_loading_the_plugin_imports_no_torch(pytester: pytest.Pytester) -> None:
-    """A pytest11 plugin loads in every run of the environment: it must not import the heavy stack."""
-    pytester.makeconftest(
-        """
-        import sys
-
-        HEAVY = ("torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx")
-
-        def pytest_sessionfinish(session):
-            loaded = [m for m in HEAVY if m in sys.modules]
-            print("heavy modules at sessionfinish:", loaded or "none")
-        """
-    )
-    pytester.makepyfile(
-        """
-        import sys
-        import pytest
-
-        def test_nothing_heavy_loaded(trt_capability, trt_targets_turing, expected_partition_counts):
-            assert trt_targets_turing
-            assert expected_partition_counts(default=(1, 0), turing=(1, 2)) == (1, 2)
-            assert [m for m in ("torch", "torch_tensorrt", "tensorrt") if m in sys.modules] == []
-
-        @pytest.mark.trt_fp32_gemm
-        def test_skipped():
-            pass
-        """
-    )
-    result = pytester.runpytest_subprocess("--trt-target-sm", "7.5", "-s", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*heavy modules at sessionfinish: none*"])
-
-
-def test_in_process_runs_undo_declarations_and_disarm_the_import_hook(pytester: pytest.Pytester) -> None:
-    """``pytest.main`` twice in one fresh process (torch_tensorrt never imported): after a good run and after a
-    run that stops on a usage error in ``pytest_configure``, nothing of the plugin stays behind."""
-    pytester.makepyfile(GEMM_TEST)
-    script = pytester.makepyfile(
-        driver="""
-        import sys
-        import pytest
-        import trtcap_guards as guards
-
-        def leftovers():
-            d = guards.state_snapshot()
-            hooks = [type(f).__name__ for f in sys.meta_path if type(f).__name__ == "_ImportHook"]
-            return (d.targets, d.backend, guards.neutralized(), hooks)
-
-        print("before:", leftovers())
-        good = pytest.main(["-q", "-p", "no:cacheprovider", "--trt-target-sm", "7.5", "--trt-backend", "rtx",
-                            "--trtcap-neutralize", "aten.mm.default",
-                            "test_in_process_runs_undo_declarations_and_disarm_the_import_hook.py"])
-        print("good run:", int(good), leftovers())
-        bad = pytest.main(["-q", "-p", "no:cacheprovider", "--trt-backend", "cuda"])
-        print("usage error:", int(bad), leftovers())
-        print("torch imported:", "torch" in sys.modules)
-        """
-    )
-    result = pytester.run(sys.executable, str(script))
-    result.stdout.fnmatch_lines([
-        "before: (None, None, (), [[]])",
-        "good run: 0 (None, None, (), [[]])",
-        "usage error: 4 (None, None, (), [[]])",
-        "torch imported: False",
-    ])
-    result.stdout.fnmatch_lines(["*1 skipped*"])
+pytestmark = pytest.mark.usefixtures("process_state_unchanged")
 
 
 # --- sources and precedence ----------------------------------------------------------------------------
