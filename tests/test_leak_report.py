@@ -28,7 +28,11 @@ def test_fixture_subject_names_the_fixture_or_the_set_up_method_the_user_wrote(a
 
 @pytest.fixture
 def item(pytester):
-    return pytester.getitem("def test_func():\n    pass\n")
+    """A real item, from a config without the plugin: one with it would install the guards where an earlier test
+    imported torch_tensorrt, and hold them until pytester's teardown, after this fixture's."""
+    module = pytester.getmodulecol("def test_func():\n    pass\n", configargs=("-p", "no:trtcap"))
+    [test] = module.collect()
+    return test
 
 
 def test_a_leak_warns_at_the_test_and_is_no_error_by_default(item):
