@@ -154,3 +154,15 @@ def test_xdist_running_every_test_on_every_worker_is_a_usage_error_before_any_ar
     errors = [line for line in proc.stderr.splitlines() if line.startswith("trtcap: error:")]
     assert len(errors) == 1 and "--dist each" in errors[0], proc.stderr
     assert proc.stdout == "" and not (tmp_path / "o").exists()  # nothing ran
+
+
+@pytest.mark.parametrize("args", [["-p", "no:junitxml"], ["-pno:junitxml"]])
+def test_turning_junit_xml_off_is_a_usage_error_before_any_arm_runs(tmp_path, args):
+    """Each arm writes its JUnit XML (``--junitxml``): with pytest's junitxml plugin off, every arm's pytest refused
+    that option, and the sweep ran every arm only to report each INCOMPLETE."""
+    suite = make_suite(tmp_path / "suite", {"test_a.py": "def test_a():\n    pass\n"})
+    proc = trtcap("sweep", "--arms", "7.5,8.9", "--out", tmp_path / "o", "--", *args, cwd=suite)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("trtcap: error:")]
+    assert len(errors) == 1 and "no:junitxml" in errors[0], proc.stderr
+    assert proc.stdout == "" and not (tmp_path / "o").exists()  # nothing ran
