@@ -103,6 +103,9 @@ def check_pytest_args(args: Sequence[str]) -> None:
         if name.rsplit(".", 1)[-1] in ("cacheprovider", "stepwise"):
             raise UsageError(f"-p {name} turns pytest's cache back on, which trtcap sweep turns off for each arm "
                              "(one arm's failures must not choose another arm's tests); remove it")
+        if name == "no:junitxml":
+            raise UsageError("-p no:junitxml turns off pytest's JUnit XML, which trtcap sweep writes for each arm "
+                             "(--junitxml into --out); remove it")
     for i, arg in enumerate(args):
         if arg == "--dist=each" or (arg == "--dist" and list(args[i + 1:i + 2]) == ["each"]):
             raise UsageError("--dist each runs every test once per xdist worker, and an arm's record holds one "
