@@ -92,24 +92,26 @@ def parse_arms(text: str) -> List[str]:
     return [f"{major}.{minor}" for major, minor in caps]
 
 
-def _plugins_named(args: Sequence[str]) -> List[str]:
-    """The plugin names given to ``-p`` (``-p NAME`` or ``-pNAME``, as pytest's own pre-parse reads them)."""
-    return [args[i + 1] if arg == "-p" else arg[2:] for i, arg in enumerate(args)
-            if (arg == "-p" and i + 1 < len(args)) or (arg.startswith("-p") and len(arg) > 2)]
+def _option_values(args: Sequence[str], option: str) -> List[str]:
+    """The values given to ``option`` as pytest reads them: ``OPTION VALUE``, and ``-pVALUE`` for a short option
+    or ``--option=VALUE`` for a long one."""
+    joined = option + "=" if option.startswith("--") else option
+    return [args[i + 1] if arg == option else arg[len(joined):] for i, arg in enumerate(args)
+            if (arg == option and i + 1 < len(args)) or (arg.startswith(joined) and len(arg) > len(joined))]
 
 
 def check_pytest_args(args: Sequence[str]) -> None:
-    for name in _plugins_named(args):
+    for name in _option_values(args, "-p"):
         if name.rsplit(".", 1)[-1] in ("cacheprovider", "stepwise"):
             raise UsageError(f"-p {name} turns pytest's cache back on, which trtcap sweep turns off for each arm "
                              "(one arm's failures must not choose another arm's tests); remove it")
         if name == "no:junitxml":
             raise UsageError("-p no:junitxml turns off pytest's JUnit XML, which trtcap sweep writes for each arm "
                              "(--junitxml into --out); remove it")
-    for i, arg in enumerate(args):
-        if arg == "--dist=each" or (arg == "--dist" and list(args[i + 1:i + 2]) == ["each"]):
-            raise UsageError("--dist each runs every test once per xdist worker, and an arm's record holds one "
-                             "result per test; remove it (--dist load and the other modes run each test once)")
+    if "each" in _option_values(args, "--dist"):
+        raise UsageError("--dist each runs every test once per xdist worker, and an arm's record holds one "
+                         "result per test; remove it (--dist load and the other modes run each test once)")
+    for arg in args:
         for opt in _RESERVED:
             if arg == opt or arg.startswith(opt + "="):
                 raise UsageError(f"{opt} is set by trtcap sweep for each arm; remove it from the pytest arguments")
