@@ -68,21 +68,20 @@ def _operands(node: Any, operands: Operands) -> Iterator[Any]:
 def fp32_operand(node: Any, operands: Operands) -> bool:
     """Any of the listed operands is FP32, or FP64: TensorRT has no double, and Torch-TensorRT hands FP64 tensors
     to it as FP32 (``dtype.f64`` maps to ``trt.DataType.FLOAT``; ``truncate_double`` truncates double weights)."""
-    return _operand_has_dtype(node, operands, _dtype("float32"), _dtype("float64"))
+    return _operand_has_dtype(node, operands, (_dtype("float32"), _dtype("float64")))
 
 
 def fp16_operand(node: Any, operands: Operands) -> bool:
     """Any of the listed operands is FP16 (the rule using it applies only under ``use_fp32_acc``, where the GEMM
     converter casts FP16 operands to FP32)."""
-    return _operand_has_dtype(node, operands, _dtype("float16"), None)
+    return _operand_has_dtype(node, operands, (_dtype("float16"),))
 
 
-def _operand_has_dtype(node: Any, operands: Operands, dtype: Any, other: Any) -> bool:
-    """Whether a listed operand has ``dtype`` or ``other`` (None: no second dtype), in one pass over them."""
+def _operand_has_dtype(node: Any, operands: Operands, dtypes: Tuple[Any, ...]) -> bool:
+    """Whether a listed operand has one of ``dtypes``, in one pass over them."""
     # a plain loop, not any() over a generator (SIM110): this runs for every GEMM node on Turing
-    for index, name in operands:
-        found = _dtype_of(_arg(node, index, name))
-        if found is not None and found in (dtype, other):
+    for index, name in operands:  # noqa: SIM110
+        if _dtype_of(_arg(node, index, name)) in dtypes:
             return True
     return False
 
