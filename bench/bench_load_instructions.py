@@ -124,7 +124,7 @@ def _folded_floor(ours: Dict[str, List[str]], rounds: int, workdir: str, uncache
     with open(os.path.join(folded, "pytest_trtcap", "plugin.py"), "w", encoding="utf-8") as f:
         f.write('"""Folded.\n\nPYTEST_DONT_REWRITE"""\nfrom __future__ import annotations\n\nif False:\n'
                 + textwrap.indent("\n".join(code), "    "))
-    env = dict(uncached, PYTHONPATH=os.pathsep.join((folded, uncached["PYTHONPATH"].split(os.pathsep, 1)[1])))
+    env = dict(uncached, PYTHONPATH=uncached["PYTHONPATH"].replace(source, folded, 1))  # the folded copy instead
     what = (f"floor for any layout: the {len(code)} modules a dormant session loads folded into one, none of it run, "
             "CPU instructions, PYTHONDONTWRITEBYTECODE=1, source-only copy")
     return _pair("plugin_load_instructions_folded_floor", what, ours, rounds, workdir, env, warm=False)
