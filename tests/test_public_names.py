@@ -140,18 +140,12 @@ def headers(suite: Path, tmp_path_factory: pytest.TempPathFactory) -> Dict[str, 
     return {form: result.stdout for form, result in runs.items()}
 
 
-@pytest.mark.parametrize("name", sorted(GUARDS_NAMES))
-def test_guards_name_is_importable_exported_and_documented(name: str) -> None:
-    module = importlib.import_module("trtcap_guards")
-    assert hasattr(module, name), f"issue {GUARDS_NAMES[name]}: trtcap_guards.{name} missing"
-    assert name in module.__all__
-    assert name in README
-
-
-@pytest.mark.parametrize("name", sorted(PLUGIN_NAMES))
-def test_plugin_name_is_importable_exported_and_documented(name: str) -> None:
-    module = importlib.import_module("pytest_trtcap")
-    assert hasattr(module, name), f"issue {PLUGIN_NAMES[name]}: pytest_trtcap.{name} missing"
+@pytest.mark.parametrize(("package", "name", "issue"),
+                         [("trtcap_guards", name, GUARDS_NAMES[name]) for name in sorted(GUARDS_NAMES)]
+                         + [("pytest_trtcap", name, PLUGIN_NAMES[name]) for name in sorted(PLUGIN_NAMES)])
+def test_public_name_is_importable_exported_and_documented(package: str, name: str, issue: int) -> None:
+    module = importlib.import_module(package)
+    assert hasattr(module, name), f"issue {issue}: {package}.{name} missing"
     assert name in module.__all__
     assert name in README
 

@@ -19,6 +19,16 @@ def _wait_for(path, proc, seconds=60):
         time.sleep(0.05)
 
 
+def _refused_before_any_arm_ran(proc, out):
+    """The one ``trtcap: error:`` line of a sweep refused as a usage error (exit 2, no traceback) before it ran
+    anything: nothing on stdout, no ``--out`` made."""
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("trtcap: error:")]
+    assert len(errors) == 1, proc.stderr
+    assert proc.stdout == "" and not out.exists()  # nothing ran
+    return errors[0]
+
+
 def test_a_second_sweep_into_the_same_out_never_passes_its_tests_off_as_the_firsts(tmp_path):
     """Two sweeps into one ``--out`` (two CI jobs, a rerun in another terminal): the first must never report
     the second's stream as its own run, and the second is refused with the flag and its value named."""
@@ -115,10 +125,8 @@ def test_an_arm_given_twice_is_a_usage_error_naming_it(tmp_path, arms, twice):
     """One arm's files in ``--out`` hold one run: an arm listed twice cannot run twice, and silently running it
     once would sweep fewer arms than asked."""
     proc = trtcap("sweep", "--arms", arms, "--out", tmp_path / "o", cwd=tmp_path)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("trtcap: error:")]
-    assert len(errors) == 1 and "--arms" in errors[0] and repr(arms) in errors[0] and twice in errors[0], proc.stderr
-    assert proc.stdout == "" and not (tmp_path / "o").exists()  # nothing ran
+    error = _refused_before_any_arm_ran(proc, tmp_path / "o")
+    assert "--arms" in error and repr(arms) in error and twice in error, proc.stderr
 
 
 def test_a_sweep_where_pytest_loads_no_plugin_by_itself_still_runs_its_arms(tmp_path):
@@ -138,10 +146,8 @@ def test_turning_pytests_cache_back_on_is_a_usage_error_before_any_arm_runs(tmp_
     """With the cache back on, a project's ``addopts = --lf`` makes the second arm run only the first arm's
     failures: a test failing on the second arm only is never run there, and both arms look complete."""
     proc = trtcap("sweep", "--arms", "7.5,8.9", "--out", tmp_path / "o", "--", *args, cwd=tmp_path)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("trtcap: error:")]
-    assert len(errors) == 1 and "".join(args).replace("-p", "") in errors[0] and "cache" in errors[0], proc.stderr
-    assert proc.stdout == "" and not (tmp_path / "o").exists()  # nothing ran
+    error = _refused_before_any_arm_ran(proc, tmp_path / "o")
+    assert "".join(args).replace("-p", "") in error and "cache" in error, proc.stderr
 
 
 @pytest.mark.parametrize("args", [["-n", "2", "--dist", "each"], ["-n", "2", "--dist=each"]])
@@ -150,10 +156,8 @@ def test_xdist_running_every_test_on_every_worker_is_a_usage_error_before_any_ar
     test, so an arm that lost nothing could never be reconciled (it went INCOMPLETE, blaming the counts)."""
     suite = make_suite(tmp_path / "suite", {"test_a.py": "def test_a():\n    pass\n"})
     proc = trtcap("sweep", "--arms", "7.5,8.9", "--out", tmp_path / "o", "--", *args, cwd=suite)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("trtcap: error:")]
-    assert len(errors) == 1 and "--dist each" in errors[0], proc.stderr
-    assert proc.stdout == "" and not (tmp_path / "o").exists()  # nothing ran
+    error = _refused_before_any_arm_ran(proc, tmp_path / "o")
+    assert "--dist each" in error, proc.stderr
 
 
 @pytest.mark.parametrize("args", [["-p", "no:junitxml"], ["-pno:junitxml"]])
@@ -162,7 +166,5 @@ def test_turning_junit_xml_off_is_a_usage_error_before_any_arm_runs(tmp_path, ar
     that option, and the sweep ran every arm only to report each INCOMPLETE."""
     suite = make_suite(tmp_path / "suite", {"test_a.py": "def test_a():\n    pass\n"})
     proc = trtcap("sweep", "--arms", "7.5,8.9", "--out", tmp_path / "o", "--", *args, cwd=suite)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("trtcap: error:")]
-    assert len(errors) == 1 and "no:junitxml" in errors[0], proc.stderr
-    assert proc.stdout == "" and not (tmp_path / "o").exists()  # nothing ran
+    error = _refused_before_any_arm_ran(proc, tmp_path / "o")
+    assert "no:junitxml" in error, proc.stderr
