@@ -54,7 +54,8 @@ def turing_safe_gemm_dtype() -> Any:
 
 @pytest.fixture
 def expected_partition_counts() -> Callable[..., PartitionCounts]:
-    """Factory: ``expected_partition_counts(default=(acc, gpu), turing=(acc, gpu))`` chosen by the predicate."""
+    """Factory: ``expected_partition_counts(default=(acc, gpu), turing=(acc, gpu), releases={...})``: the predicate
+    chooses, per release where ``releases`` says so."""
     from .partitions import expected_partition_counts as choose
 
     return choose

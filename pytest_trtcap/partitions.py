@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, Union
 
 import trtcap_guards as guards
 from trtcap_guards.capabilities import int_pair
@@ -31,14 +31,49 @@ def expected_partition_counts(
     default: Union[PartitionCounts, Tuple[int, int]],
     turing: Optional[Union[PartitionCounts, Tuple[int, int]]] = None,
     settings: Any = None,
+    *,
+    releases: Optional[Mapping[str, Mapping[str, Union[PartitionCounts, Tuple[int, int]]]]] = None,
 ) -> PartitionCounts:
-    """``turing`` when the build targets Turing on TensorRT-RTX, else ``default``."""
-    chosen = _counts(default, "default")
+    """``turing`` when the build targets Turing on TensorRT-RTX, else ``default``.
+
+    Counts depend on the installed release's lowering passes as well as on the targets (2.14 fuses a pad into the
+    convolution after it; 2.12 leaves two nodes), so ``releases`` overrides either count on some releases:
+    ``{"<2.14": {"turing": (2, 1)}}``. Each key is a version specifier (PEP 440); the first that admits the
+    installed Torch-TensorRT replaces the counts its value names. Everything given is checked on every release.
+    """
+    chosen = {"default": _counts(default, "default")}
     if turing is not None:
-        turing_counts = _counts(turing, "turing")  # checked on every target, not only on Turing runs
-        if guards.trt_rtx_targets_turing(settings):
-            chosen = turing_counts
-    return chosen
+        chosen["turing"] = _counts(turing, "turing")  # checked on every target, not only on Turing runs
+    if releases is not None:
+        chosen.update(_release_override(releases))
+    if "turing" in chosen and guards.trt_rtx_targets_turing(settings):
+        return chosen["turing"]
+    return chosen["default"]
+
+
+def _release_override(releases: Any) -> Dict[str, PartitionCounts]:
+    """The counts of the first entry of ``releases`` whose specifier admits the installed Torch-TensorRT."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if not isinstance(releases, Mapping):
+        raise ValueError(f"releases: expected {{version specifier: {{'default'|'turing': (acc, gpu)}}}}, "
+                         f"got {one_line(repr(releases))}")
+    found: Optional[Dict[str, PartitionCounts]] = None
+    version = guards.torch_tensorrt_version()
+    for spec, counts in releases.items():
+        try:
+            specifier = SpecifierSet(spec)
+        except (InvalidSpecifier, TypeError):
+            raise ValueError(f"releases: {one_line(repr(spec))} is not a version specifier (e.g. '<2.14')") from None
+        if not isinstance(counts, Mapping) or not counts or set(counts) - {"default", "turing"}:
+            raise ValueError(f"releases[{spec!r}]: expected a mapping with 'default' and/or 'turing', "
+                             f"got {one_line(repr(counts))}")
+        named = {key: _counts(value, f"releases[{spec!r}][{key!r}]") for key, value in counts.items()}
+        if found is None and version is not None and specifier.contains(version, prereleases=True):
+            found = named
+    if version is None:
+        raise ValueError("releases: no Torch-TensorRT is installed, so no release can be matched")
+    return found or {}
 
 
 def _blocks(module: Any) -> List[Tuple[str, Any]]:

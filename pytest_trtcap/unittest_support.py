@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple, Union
+from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
 import trtcap_guards as guards
 
@@ -59,5 +59,7 @@ class TrtCapabilityMixin:
     def expected_partition_counts(
         default: Union[PartitionCounts, Tuple[int, int]],
         turing: Optional[Union[PartitionCounts, Tuple[int, int]]] = None,
+        *,
+        releases: Optional[Mapping[str, Mapping[str, Union[PartitionCounts, Tuple[int, int]]]]] = None,
     ) -> PartitionCounts:
-        return expected_partition_counts(default, turing)
+        return expected_partition_counts(default, turing, releases=releases)

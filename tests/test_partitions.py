@@ -60,6 +60,63 @@ def test_bad_counts_are_refused_on_every_target(declared, default, turing, named
     assert str(info.value) == named
 
 
+# --- per-release overrides --------------------------------------------------------------------------------------
+
+
+def _installed() -> str:
+    """The installed Torch-TensorRT's version, read from the distribution's metadata (not by the code under test)."""
+    from importlib.metadata import version
+
+    return version("torch-tensorrt-rtx")
+
+
+@pytest.mark.parametrize("declared", ["7.5", "8.9"])
+def test_a_release_entry_that_admits_the_installed_release_replaces_the_counts_it_names(declared, targets):
+    targets(declared)
+    here = _installed()
+    releases = {f"<{here}": {"turing": (9, 9), "default": (9, 9)}, f">={here}": {"turing": (2, 1)}}
+    chosen = expected_partition_counts((1, 0), turing=(1, 1), releases=releases)
+    assert chosen == ((2, 1) if declared == "7.5" else (1, 0))
+
+
+def test_no_release_entry_admitting_the_installed_release_leaves_the_counts_alone(targets):
+    targets("7.5")
+    releases = {f"<{_installed()}": {"turing": (2, 1)}, ">=99": {"default": (5, 5)}}
+    assert expected_partition_counts((1, 0), turing=(1, 1), releases=releases) == (1, 1)
+
+
+def test_the_first_release_entry_that_admits_the_installed_release_wins(targets):
+    targets("8.9")
+    here = _installed()
+    releases = {f"=={here}": {"default": (3, 0)}, f">={here}": {"default": (4, 0)}}
+    assert expected_partition_counts((1, 0), releases=releases) == (3, 0)
+
+
+def test_a_release_entry_may_give_turing_counts_the_default_call_did_not(targets):
+    targets("7.5")
+    assert expected_partition_counts((1, 0), releases={f">={_installed()}": {"turing": (2, 1)}}) == (2, 1)
+
+
+@pytest.mark.parametrize("releases, named", [
+    ([("<2.14", {"turing": (2, 1)})], "releases: expected {version specifier: {'default'|'turing': (acc, gpu)}}, "
+                                      "got [('<2.14', {'turing': (2, 1)})]"),
+    ({"2.14": {"turing": (2, 1)}}, "releases: '2.14' is not a version specifier (e.g. '<2.14')"),
+    ({3: {"turing": (2, 1)}}, "releases: 3 is not a version specifier (e.g. '<2.14')"),
+    ({"<2.14": (2, 1)}, "releases['<2.14']: expected a mapping with 'default' and/or 'turing', got (2, 1)"),
+    ({"<2.14": {}}, "releases['<2.14']: expected a mapping with 'default' and/or 'turing', got {}"),
+    ({"<2.14": {"ampere": (2, 1)}},
+     "releases['<2.14']: expected a mapping with 'default' and/or 'turing', got {'ampere': (2, 1)}"),
+    ({"<99": {"turing": (2, -1)}}, "releases['<99']['turing']: expected (acc, gpu) non-negative integers, got (2, -1)"),
+    ({">=99": {"turing": (2, -1)}}, "releases['>=99']['turing']: expected (acc, gpu) non-negative integers, "
+                                   "got (2, -1)"),
+])
+def test_bad_release_entries_are_refused_whichever_release_is_installed(releases, named, targets):
+    targets("7.5")
+    with pytest.raises(ValueError) as info:
+        expected_partition_counts((1, 0), turing=(1, 1), releases=releases)
+    assert str(info.value) == named
+
+
 # --- counting and describing blocks -------------------------------------------------------------------------------
 
 

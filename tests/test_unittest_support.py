@@ -62,6 +62,14 @@ def test_bad_counts_fail_the_unittest_test(targets):
         Seen("test_answers").expected_partition_counts((1, 0), (1, -2))
 
 
+def test_the_mixin_takes_per_release_counts(targets):
+    from importlib.metadata import version
+
+    targets("7.5")
+    releases = {f">={version('torch-tensorrt-rtx')}": {"turing": (2, 1)}}
+    assert Seen("test_answers").expected_partition_counts((1, 0), (1, 2), releases=releases) == (2, 1)
+
+
 class SeenAtClassSetUp(TrtCapabilityMixin, unittest.TestCase):
     """``setUpClass`` (class scope) reads the mixin through ``cls``: it must get the answers, not a property object
     (which is truthy, so ``if cls.trt_targets_turing:`` would take the Turing branch on every target)."""

@@ -1,0 +1,162 @@
+"""The release matrix: this project against every supported torch-tensorrt-rtx release, one virtual environment each.
+
+Run by hand before a release (CI tests one release; time allows one). For each release it makes
+``.releases/<release>/venv`` from the package index, installs this checkout into it (a built wheel, not an editable
+link), runs the main job (``trtcap sweep --arms 7.5,8.9 -- examples``) and the guard library's tests, and writes one
+table to ``docs/releases.md`` with the date and the command.
+
+    python .ci/releases.py                 # every supported release
+    python .ci/releases.py 2.12 2.14       # some of them
+
+The package index is asked directly (this machine's pip settings may point at a local wheel store whose torch is a
+CPU build, which no torch-tensorrt-rtx release supports), so each environment holds the same wheels a user's would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / ".releases"
+DOC = ROOT / "docs" / "releases.md"
+
+#: Supported releases: torch-tensorrt-rtx minor -> what it pins (from the index's metadata).
+RELEASES = {"2.11": "torch 2.11, TensorRT-RTX 1.3-1.4", "2.12": "torch 2.12, TensorRT-RTX 1.4",
+            "2.13": "torch 2.13, TensorRT-RTX 1.5", "2.14": "torch 2.14, TensorRT-RTX 1.6"}
+TEST_TOOLS = ["pytest>=8.0", "pytest-xdist>=3.5", "hypothesis>=6.100", "rich>=13"]
+GUARD_TESTS = "tests/test_guards_*.py"  # the guard library's tests
+PROBE = (
+    "import json, trtcap_guards as g; tt = g.import_torch_tensorrt(); import torch, tensorrt;"
+    "print(json.dumps({'torch_tensorrt': tt.__version__, 'torch': torch.__version__,"
+    " 'tensorrt': getattr(tensorrt, '__version__', '?'), 'unreviewed': list(g.unreviewed_targets())}))"
+)
+
+
+@dataclass
+class Result:
+    """One release's row of the table."""
+
+    release: str
+    versions: str = ""
+    unreviewed: str = ""
+    main_job: str = "not run"
+    guard_tests: str = "not run"
+    seconds: float = 0.0
+
+
+def _index_env() -> dict[str, str]:
+    """The environment for pip: this machine's pip settings off, the public index only."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") or k == "PIP_CERT"}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    return env
+
+
+def _run(cmd: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    with log.open("a") as out:
+        out.write(f"\n$ {' '.join(cmd)}\n")
+        out.flush()
+        return subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, text=True, check=False)
+
+
+def prepare(release: str, log: Path) -> Path:
+    """A virtual environment with the release, its torch and TensorRT-RTX, this project and the test tools."""
+    venv = WORK / release / "venv"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(python), "-m", "pip", "install", "-q"]
+    for args in ([f"torch-tensorrt-rtx=={release}.*", *TEST_TOOLS], ["--no-deps", "--force-reinstall", str(ROOT)]):
+        if _run(pip + args, log, env=_index_env()).returncode != 0:
+            raise RuntimeError(f"pip install {' '.join(args)} failed: see {log}")
+    return python
+
+
+def _sweep(python: Path, release: str, log: Path) -> str:
+    """The main job's result, exit status and arm-specific failures, from its JSON report."""
+    cmd = [str(python.parent / "trtcap"), "sweep", "--arms", "7.5,8.9", "--out", str(WORK / release / "sweep"),
+           "--format", "json", "--", "examples"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    with log.open("a") as out:
+        out.write(f"\n$ {' '.join(cmd)}\n{proc.stderr}{proc.stdout}")
+    try:
+        summary = json.loads(proc.stdout)
+    except ValueError:
+        return f"exit {proc.returncode}, no report (see log)"
+    specific = sorted({d["nodeid"].rpartition("/")[2] for d in summary.get("differences", [])
+                       if d.get("class") == "arm-specific failure"})
+    return f"{summary.get('result')}, exit {proc.returncode}; arm-specific: {', '.join(specific) or 'none'}"
+
+
+def _pytest_line(python: Path, log: Path) -> str:
+    tests = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(GUARD_TESTS))
+    cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", *tests]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    with log.open("a") as out:
+        out.write(proc.stdout + proc.stderr)
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    return (lines[-1].strip("= ") if lines else f"exit {proc.returncode}")
+
+
+def run_release(release: str) -> Result:
+    result, started = Result(release), time.monotonic()
+    (WORK / release).mkdir(parents=True, exist_ok=True)
+    log = WORK / release / "log.txt"
+    log.write_text("")
+    try:
+        python = prepare(release, log)
+    except (RuntimeError, subprocess.CalledProcessError) as exc:
+        result.main_job = f"not installed: {exc}"
+        return result
+    probe = subprocess.run([str(python), "-c", PROBE], cwd="/", capture_output=True, text=True, check=False)
+    try:
+        facts = json.loads(probe.stdout.strip().splitlines()[-1])
+        result.versions = f"torch-tensorrt-rtx {facts['torch_tensorrt']}, torch {facts['torch']}, " \
+                          f"TensorRT-RTX {facts['tensorrt']}"
+        result.unreviewed = ", ".join(facts["unreviewed"]) or "none"
+    except (ValueError, IndexError, KeyError):
+        result.versions = f"import failed (see {log.relative_to(ROOT)})"
+    result.main_job = _sweep(python, release, log)
+    result.guard_tests = _pytest_line(python, log)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def write_table(results: list[Result], command: str) -> None:
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    rows = [f"| {r.release} | {r.versions} | {r.main_job} | {r.guard_tests} | {r.unreviewed} | {r.seconds:.0f} s |"
+            for r in results]
+    DOC.parent.mkdir(exist_ok=True)
+    DOC.write_text("\n".join([
+        "# Supported releases", "",
+        "pytest-trtcap supports torch-tensorrt-rtx 2.11, 2.12, 2.13 and 2.14, each with the torch and TensorRT-RTX it",
+        "pins. CI tests 2.14; this table comes from the release matrix, run by hand before a release on a machine",
+        "without a GPU:", "", f"    {command}", "", f"Last run: {date}.", "",
+        "| release | installed | main job (`trtcap sweep --arms 7.5,8.9 -- examples`) | guard library tests |"
+        " `unreviewed_targets()` | time |",
+        "|---|---|---|---|---|---|", *rows, "",
+    ]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("releases", nargs="*", default=list(RELEASES), help="releases to run (default: all)")
+    ns = parser.parse_args(argv)
+    unknown = [r for r in ns.releases if r not in RELEASES]
+    if unknown:
+        parser.error(f"unsupported release {unknown[0]!r}: choose from {', '.join(RELEASES)}")
+    results = [run_release(r) for r in ns.releases]
+    write_table(results, "python .ci/releases.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    print(DOC.read_text())
+    return 0 if all(r.main_job.startswith("COMPLETE") for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
