@@ -26,6 +26,16 @@ def lower(model: torch.nn.Module, *inputs: torch.Tensor) -> Any:
 
 
 @pytest.fixture
+def device() -> torch.device:
+    """Where models and inputs live: the CUDA device where one exists (a GPU runner), else the CPU.
+
+    On a GPU host a model left on the CPU exports CPU-only kernels (SDPA lowers to
+    ``_scaled_dot_product_flash_attention_for_cpu``, which no converter serves), so the examples follow the device.
+    """
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@pytest.fixture
 def partition() -> Callable[..., Any]:
     """``partition(model, *inputs)`` -> the module split into ``_run_on_acc*`` / ``_run_on_gpu*`` blocks."""
 

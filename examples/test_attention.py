@@ -11,15 +11,15 @@ class Attention(torch.nn.Module):
         return F.scaled_dot_product_attention(q, k, v)
 
 
-def qkv(dtype):
-    return tuple(torch.randn(1, 2, 8, 16, dtype=dtype) for _ in range(3))
+def qkv(dtype, device):
+    return tuple(torch.randn(1, 2, 8, 16, dtype=dtype, device=device) for _ in range(3))
 
 
-def test_fp32_attention_placement(partition, expected_partition_counts):
-    partitioned = partition(Attention(), *qkv(torch.float32))
+def test_fp32_attention_placement(partition, expected_partition_counts, device):
+    partitioned = partition(Attention(), *qkv(torch.float32, device))
     assert_partition_counts(partitioned, expected_partition_counts(default=(1, 0), turing=(0, 1)))
 
 
-def test_turing_safe_attention_stays_on_tensorrt(partition, turing_safe_gemm_dtype):
-    partitioned = partition(Attention(), *qkv(turing_safe_gemm_dtype))
+def test_turing_safe_attention_stays_on_tensorrt(partition, turing_safe_gemm_dtype, device):
+    partitioned = partition(Attention(), *qkv(turing_safe_gemm_dtype, device))
     assert count_partitions(partitioned).acc == 1

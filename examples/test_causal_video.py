@@ -21,10 +21,12 @@ class CausalConv3d(torch.nn.Module):
         return torch.relu(self.conv(F.pad(video, (1, 1, 1, 1, 2, 0))))
 
 
-def test_causal_conv3d_placement_and_output(partition, expected_partition_counts):
-    model, video = CausalConv3d().eval(), torch.randn(1, 3, 4, 8, 8)
+def test_causal_conv3d_placement_and_output(partition, expected_partition_counts, device):
+    model, video = CausalConv3d().eval().to(device), torch.randn(1, 3, 4, 8, 8, device=device)
     partitioned = partition(model, video)
     assert_servable_placements(partitioned)
-    assert_partition_counts(partitioned, expected_partition_counts(default=(1, 0), turing=(1, 1)))
+    # Before 2.14 the pad is not fused into the convolution: at 7.5 it is a TensorRT block of its own.
+    expected = expected_partition_counts(default=(1, 0), turing=(1, 1), releases={"<2.14": {"turing": (2, 1)}})
+    assert_partition_counts(partitioned, expected)
     with torch.no_grad():
         assert_trt_close(partitioned(video), model(video))

@@ -20,8 +20,8 @@ class ConvHead(torch.nn.Module):
         return self.head(torch.relu(self.conv(x)).flatten(1))
 
 
-def test_conv_model_ending_in_fp32_linear(partition, expected_partition_counts):
-    model, x = ConvHead(), torch.randn(2, 3, 8, 8)
+def test_conv_model_ending_in_fp32_linear(partition, expected_partition_counts, device):
+    model, x = ConvHead().to(device), torch.randn(2, 3, 8, 8, device=device)
     partitioned = resource_partition(partition(model, x), cpu_memory_budget=2**40)
     expected = expected_partition_counts(default=(1, 0), turing=(1, 1))
     assert_partition_counts(partitioned, expected)
