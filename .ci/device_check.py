@@ -17,12 +17,20 @@ What it proves on a host with a CUDA device (no Torch-TensorRT needed):
 6. ``--trtcap-needs-gpu skip`` does nothing where a CUDA device exists: a CUDA-only kernel called on CPU
    tensors stays a failure and the verbose header says why; with the device hidden (``CUDA_VISIBLE_DEVICES=``)
    the same test is a ``trtcap: needs a GPU`` skip, so the check exercises a real signature.
+With Torch-TensorRT installed (``shared/gpu-host``: torch-tensorrt-rtx 2.11 with TensorRT-RTX 1.4):
+8. a real compile at a declared 7.5 with the guards installed keeps the FP32 linear in PyTorch, the compiled module
+   matches eager (``assert_trt_close``), and ``assert_servable_placements`` refuses the compiled module (its TensorRT
+   blocks are engines with no graph to audit) instead of passing it;
+9. the builder config of a real build carries exactly the declared capabilities (read back from the config);
+10. ``trtcap sweep --arms 7.5,8.9 -- examples`` is COMPLETE, with the same arm differences as on a CPU runner.
 Exits non-zero on the first failed check.
 """
 
 from __future__ import annotations
 
 import atexit
+import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -84,6 +92,12 @@ def main() -> None:
         check_plugin_on_gpu_host(Path(tmp), host)
         check_needs_gpu(Path(tmp))
         check_dormant(Path(tmp))
+    if importlib.util.find_spec("torch_tensorrt") is None:
+        print("SKIP: Torch-TensorRT is not installed: checks 8-10 need it")
+    else:
+        check_compile_at_turing()
+        check_builder_config()
+        check_examples_sweep()
     print("all device checks passed")
 
 
@@ -189,6 +203,100 @@ def check_dormant(tmp_path: Path) -> None:
         out = run.stdout + run.stderr
         print(textwrap.indent(out.strip(), "    | "))
         check(f"dormant: {name} suite ({expect})", run.returncode == 0 and "1 passed" in out and expect in out)
+
+
+class ConvHead(torch.nn.Module):
+    """A conv (served on every target) feeding an FP32 linear (not served on Turing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.head = torch.nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.conv(x)).flatten(1))
+
+
+def _compile(model: torch.nn.Module, x: torch.Tensor) -> torch.nn.Module:
+    import torch_tensorrt
+
+    exported = torch.export.export(model, (x,))
+    return torch_tensorrt.dynamo.compile(exported, arg_inputs=[x], min_block_size=1)
+
+
+def check_compile_at_turing() -> None:
+    """8: a real compile at a declared 7.5, guards installed."""
+    from pytest_trtcap import assert_servable_placements, assert_trt_close
+
+    model, x = ConvHead().eval().cuda(), torch.randn(2, 3, 8, 8, device="cuda")
+    with guards.declare_targets("7.5", origin="device-check"), guards.installed():
+        compiled = _compile(model, x)
+    in_pytorch = [str(n.target) for name, child in compiled.named_children() if name.startswith("_run_on_gpu")
+                  for n in child.graph.nodes if n.op == "call_function"]
+    print(f"    | blocks: {[name for name, _ in compiled.named_children()]}; in PyTorch: {in_pytorch}")
+    check("compile at 7.5: the FP32 linear runs in PyTorch", "aten.linear.default" in in_pytorch, in_pytorch)
+    with torch.no_grad():
+        assert_trt_close(compiled(x), model(x))
+    check("compile at 7.5: matches eager (assert_trt_close)", True)
+    try:
+        assert_servable_placements(compiled)
+    except TypeError as exc:
+        check("assert_servable_placements refuses a compiled module", True, f"({str(exc).splitlines()[0]})")
+    else:
+        check("assert_servable_placements refuses a compiled module", False, "it passed")
+
+
+def check_builder_config() -> None:
+    """9: the capabilities a real build's builder config carries, read back from the config."""
+    from torch_tensorrt.dynamo.conversion import TRTInterpreter
+
+    seen: list = []
+    wrapped = TRTInterpreter._populate_trt_builder_config  # the guards' wrapper, installed by guards.installed()
+
+    def spy(self, *args, **kwargs):
+        config = wrapped(self, *args, **kwargs)
+        seen.append(tuple(config.get_compute_capability(i).name for i in range(config.num_compute_capabilities)))
+        return config
+
+    model, x = torch.nn.Sequential(torch.nn.Linear(8, 4)).eval().half().cuda(), torch.randn(2, 8).half().cuda()
+    with guards.installed():
+        TRTInterpreter._populate_trt_builder_config = spy
+        try:
+            for declared, expect in ((None, ("CURRENT",)), ("7.5", ("SM75",)), ("8.9", ("SM89",)),
+                                     ("7.5,8.9", ("SM75", "SM89"))):
+                seen.clear()
+                if declared is None:
+                    _compile(model, x)
+                else:
+                    with guards.declare_targets(declared, origin="device-check"):
+                        _compile(model, x)
+                check(f"builder config, declared {declared}: {expect}", seen and seen[-1] == expect, seen)
+        finally:
+            TRTInterpreter._populate_trt_builder_config = wrapped
+
+
+def check_examples_sweep() -> None:
+    """10: the main job on the bundled examples, on this host."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ALIAS), str(ROOT)]))
+    with tempfile.TemporaryDirectory() as out:
+        run = subprocess.run([sys.executable, "-m", "pytest_trtcap", "sweep", "--arms", "7.5,8.9", "--out", out,
+                              "--format", "json", "--", "examples"], capture_output=True, text=True, env=env,
+                             cwd=str(ROOT))
+    try:
+        summary = json.loads(run.stdout)
+    except ValueError:
+        print(textwrap.indent((run.stdout + run.stderr)[-6000:], "    | "))
+        check("examples sweep: a JSON report", False, f"exit {run.returncode}")
+    for arm in summary["arms"]:
+        print(f"    | arm {arm['arm']}: {arm['result']}, {arm['counts']}")
+    diffs = sorted((d["class"], d["nodeid"]) for d in summary["differences"])
+    for cls, nodeid in diffs:
+        print(f"    | {cls}: {nodeid}")
+    check("examples sweep: COMPLETE, exit 0", summary["result"] == "COMPLETE" and run.returncode == 0,
+          f"exit {run.returncode}")
+    expected = sorted(("outcome differs", f"test_fp32_gemm_converters.py::TestFP32GemmConverters::"
+                                          f"test_builds_fp32_engine[{n}]") for n in ("addmm", "bmm", "linear", "mm"))
+    check("examples sweep: the same arm differences as on a CPU runner", diffs == expected, diffs)
 
 
 if __name__ == "__main__":
