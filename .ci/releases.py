@@ -32,7 +32,8 @@ DOC = ROOT / "docs" / "releases.md"
 RELEASES = {"2.11": "torch 2.11, TensorRT-RTX 1.3-1.4", "2.12": "torch 2.12, TensorRT-RTX 1.4",
             "2.13": "torch 2.13, TensorRT-RTX 1.5", "2.14": "torch 2.14, TensorRT-RTX 1.6"}
 TEST_TOOLS = ["pytest>=8.0", "pytest-xdist>=3.5", "hypothesis>=6.100", "rich>=13"]
-GUARD_TESTS = "tests/test_guards_*.py"  # the guard library's tests
+#: The guard library's tests, and the inventory's drift test (isolation holds every registry the release mutates).
+GUARD_TESTS = ("tests/test_guards_*.py", "tests/test_inventory.py")
 PROBE = (
     "import json, trtcap_guards as g; tt = g.import_torch_tensorrt(); import torch, tensorrt;"
     "print(json.dumps({'torch_tensorrt': tt.__version__, 'torch': torch.__version__,"
@@ -96,7 +97,7 @@ def _sweep(python: Path, release: str, log: Path) -> str:
 
 
 def _pytest_line(python: Path, log: Path) -> str:
-    tests = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(GUARD_TESTS))
+    tests = sorted(str(p.relative_to(ROOT)) for pattern in GUARD_TESTS for p in ROOT.glob(pattern))
     cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", *tests]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     with log.open("a") as out:
