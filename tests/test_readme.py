@@ -94,6 +94,13 @@ def test_the_user_docs_cite_no_test_files_and_no_commits() -> None:
         assert re.findall(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b", text) == [], doc
 
 
+def test_the_command_docs_name_every_compare_class_as_printed() -> None:
+    """``trtcap compare`` prints its classes by these names; the docs use the same ones."""
+    from pytest_trtcap.runs.compare import CLASSES
+
+    assert [c for c in CLASSES if f"`{c}`" not in DOCS["docs/trtcap.md"]] == []
+
+
 def _results_module():
     import importlib.util
 
