@@ -174,36 +174,38 @@ def table(results: List[Result]) -> List[str]:
     return lines
 
 
-README = os.path.join(REPO, "README.md")
-README_START, README_END = "<!-- bench-results:start -->", "<!-- bench-results:end -->"
+BENCHMARKS_DOC = os.path.join(REPO, "docs", "benchmarks.md")
+HEADLINE_START, HEADLINE_END = "<!-- bench-headline:start -->", "<!-- bench-headline:end -->"
 
 
-def readme_block(results_text: str) -> str:
-    """The README's copy of the results: the measurement lines and the table, verbatim from RESULTS.md.
+def headline_block(results_text: str) -> str:
+    """The headline of the results for ``docs/benchmarks.md``: the measurement lines and the table's rows that have
+    a target, verbatim from RESULTS.md.
 
-    One source for every figure the README quotes; ``tests/test_readme.py`` checks the copy.
+    One source for every figure the docs quote; ``tests/test_readme.py`` checks the copy.
     """
     lines = results_text.splitlines()
     measured = next(line for line in lines if line.startswith("Measured "))
     machine_line = next(line for line in lines if line.startswith("Machine: "))
     first = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    rows = []
-    for line in lines[first:]:
+    header, rule, rows = lines[first], lines[first + 1], []
+    for line in lines[first + 2:]:
         if not line.startswith("|"):
             break
-        rows.append(line)
-    return "\n".join([measured, "", machine_line, "", *rows])
+        if line.split(" | ")[-2].strip() != "-":  # the target column
+            rows.append(line)
+    return "\n".join([measured, "", machine_line, "", header, rule, *rows])
 
 
-def sync_readme(results_path: str, readme_path: str = README) -> None:
-    """Rewrite the README's results block from the results file just written."""
+def sync_docs(results_path: str, doc_path: str = BENCHMARKS_DOC) -> None:
+    """Rewrite the headline block of ``docs/benchmarks.md`` from the results file just written."""
     with open(results_path, encoding="utf-8") as f:
-        block = readme_block(f.read())
-    with open(readme_path, encoding="utf-8") as f:
+        block = headline_block(f.read())
+    with open(doc_path, encoding="utf-8") as f:
         text = f.read()
-    start = text.index(README_START) + len(README_START)
-    end = text.index(README_END)
-    with open(readme_path, "w", encoding="utf-8") as f:
+    start = text.index(HEADLINE_START) + len(HEADLINE_START)
+    end = text.index(HEADLINE_END)
+    with open(doc_path, "w", encoding="utf-8") as f:
         f.write(text[:start] + "\n" + block + "\n" + text[end:])
 
 
@@ -288,8 +290,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         write_results(results_path, info, command, results, elapsed, tee.lines, compare)
         print(f"results written to {os.path.relpath(results_path, REPO)}")
         if args.results is None:
-            sync_readme(results_path)
-            print("README.md's results block rewritten from it")
+            sync_docs(results_path)
+            print("docs/benchmarks.md's headline block rewritten from it")
     return 1 if crashed or missed else 0
 
 

@@ -5,7 +5,7 @@ capabilities. Reviewed by reading each converter in ``torch_tensorrt/dynamo/conv
 build a matrix multiply (``impl.matmul.matrix_multiply``: matmul, mm, bmm, mv, dot, addmm, linear, and cdist's
 p=2 branch), a fused attention, or a convolution (``impl.conv.convNd``: ``aten.convolution`` and
 ``tensorrt.conv_asym_pad``). The BF16 rule applies to every op by dtype, so no verdict names it. A new release:
-see the README's "Reviewing the converter registry".
+see CONTRIBUTING.md, "Reviewing a new Torch-TensorRT release's converters".
 """
 
 from typing import Dict

@@ -1,6 +1,6 @@
 """The one table of what each target capability cannot serve on TensorRT-RTX.
 
-Validators, their target lists, the pytest markers and the README table are all generated from
+Validators, their target lists, the pytest markers and the rules table in docs/guards.md are all generated from
 ``RULES``: a new rule is one entry. Each rule names its node check in ``node_checks`` (or holds a callable of
 its own); the checks load at the first node a rule is asked about, not with the table, which the plugin reads
 in every pytest run to register its markers.
@@ -188,7 +188,7 @@ def markers() -> Dict[str, Tuple[Rule, ...]]:
 
 
 def markdown_table(rules: Sequence[Rule] = RULES) -> str:
-    """The rules as the README shows them (a test keeps the README in step with this table)."""
+    """The rules as docs/guards.md shows them (a test keeps that copy in step with this table)."""
     rows = [
         "| capability | cannot serve | ops | validator | marker | why |",
         "|---|---|---|---|---|---|",

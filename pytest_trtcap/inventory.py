@@ -3,7 +3,7 @@
 A systematic read of the installed package (``tests/test_inventory.py`` walks it: every module-level
 dict, list, set, pass manager or registry one of its functions mutates, and every module global a function
 rebinds) must find nothing this table does not cover, so a new release's new registry shows up as a failing
-test naming it, not as a leak. The README's list of held state is generated from this table.
+test naming it, not as a leak. The list of held state in docs/plugin.md is generated from this table.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def covers(module: str, name: str) -> bool:
 
 
 def readme_lines() -> List[str]:
-    """The README's list of held and not-held state (between the ``isolation-inventory`` markers)."""
+    """The list (docs/plugin.md) of held and not-held state (between the ``isolation-inventory`` markers)."""
     lines = [f"Held (Torch-TensorRT {', '.join(SUPPORTED_RELEASES)}):", ""]
     lines += [f"- `{e.name}` (`{e.module}`): {e.changed_by}" for e in INVENTORY if e.held_by is not None]
     lines += ["", "Not held, and why:", ""]

@@ -1,5 +1,5 @@
 """The inventory of Torch-TensorRT's process-wide state covers what the installed package really mutates, agrees
-with what isolation holds, and is what the README lists."""
+with what isolation holds, and is what docs/plugin.md lists."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from state_scan import Mutation, scan
 
 from pytest_trtcap import held_state, inventory
 
-README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+PLUGIN_DOC = (Path(__file__).parent.parent / "docs" / "plugin.md").read_text(encoding="utf-8")
 
 
 def _uncovered(mutations: List[Mutation]) -> List[str]:
@@ -101,9 +101,9 @@ def test_every_entry_names_real_state_of_the_installed_release(tt: Any, entry: i
     assert tt.__version__.startswith(inventory.SUPPORTED_RELEASES)
 
 
-def test_the_readme_lists_exactly_the_inventory() -> None:
-    start = README.index("<!-- isolation-inventory:start -->") + len("<!-- isolation-inventory:start -->")
-    end = README.index("<!-- isolation-inventory:end -->")
-    assert README[start:end].strip().splitlines() == inventory.readme_lines(), (
-        "README out of step; paste the output of: python -c \"from pytest_trtcap.inventory import readme_lines; "
-        "print(chr(10).join(readme_lines()))\"")
+def test_the_plugin_docs_list_exactly_the_inventory() -> None:
+    start = PLUGIN_DOC.index("<!-- isolation-inventory:start -->") + len("<!-- isolation-inventory:start -->")
+    end = PLUGIN_DOC.index("<!-- isolation-inventory:end -->")
+    assert PLUGIN_DOC[start:end].strip().splitlines() == inventory.readme_lines(), (
+        "docs/plugin.md out of step; paste what this prints: "
+        "python -c \"from pytest_trtcap.inventory import readme_lines; print(chr(10).join(readme_lines()))\"")

@@ -12,7 +12,7 @@ once per module and shared by the tests that read it:
   ``LANE_SELF_SHIM=1``): the same leak cascades into every later resource-partitioning test.
 * ``--trtcap-gpu-less-import off``: collection fails with Torch-TensorRT's own no-driver error.
 
-The 8.9 and 7.5 runs use ``--trtcap-needs-gpu skip``, as the README's recipe does: the tests that need a GPU
+The 8.9 and 7.5 runs use ``--trtcap-needs-gpu skip``, as the docs' lane recipe does: the tests that need a GPU
 (``lane_004``: a tensor moved to CUDA, an engine built through ``torch.compile``, a CUDA-only kernel; ``lane_005``:
 a module that queries the device at import) are ``trtcap: needs a GPU`` skips, and a real failure next to them
 (at 7.5 the hard-coded count that ``lane_004``'s first test checks before it moves to CUDA) stays a failure. A run
@@ -226,12 +226,12 @@ def test_at_89_only_the_registry_leak_is_reported(lane_89: LaneRun) -> None:
     assert not any(line.startswith("guards fired:") for line in lane_89.section("trtcap"))
 
 
-def test_the_readme_says_exactly_what_leaks_in_the_lane(lane_89: LaneRun, lane_75: LaneRun) -> None:
-    """The lane commands' comments count the leaks each run reports, and the text names each one."""
-    readme = (LANE.parent.parent / "README.md").read_text(encoding="utf-8")
-    flat = " ".join(readme.split())
+def test_contributing_says_exactly_what_leaks_in_the_lane(lane_89: LaneRun, lane_75: LaneRun) -> None:
+    """The lane commands' comments in CONTRIBUTING.md count the leaks each run reports, and the text names each."""
+    guide = (LANE.parent.parent / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    flat = " ".join(guide.split())
     for run, target in ((lane_89, "8.9"), (lane_75, "7.5")):
-        lines = readme.splitlines()
+        lines = guide.splitlines()
         start = next(i for i, line in enumerate(lines)
                      if line.startswith(f"pytest tests/lane_suite --trt-target-sm {target} --trtcap-needs-gpu skip"))
         comment = " ".join(line.strip() for line in lines[start + 1:start + 3] if line.strip().startswith("#"))
@@ -374,7 +374,7 @@ def test_under_fail_each_of_them_is_a_failure(lane_89_needs_gpu_fail: LaneRun) -
 
 def test_gpu_less_import_off_makes_a_test_modules_import_a_collection_error(pytester: pytest.Pytester,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """README: from a test module (not a conftest), the failing import is that module's collection error."""
+    """docs/cpu-lane.md: from a test module (not a conftest), the failing import is that module's collection error."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     pytester.makepyfile(test_imports="import torch_tensorrt\n\ndef test_one():\n    pass\n")
     result = pytester.runpytest_subprocess("--trt-target-sm", "8.9", "--trtcap-gpu-less-import", "off")

@@ -1,4 +1,4 @@
-"""The README's lane recipe and CI job: read from the README, run as written, and its dry-run claim checked.
+"""The CPU lane's recipe and CI job: read from docs/cpu-lane.md, run as written, and its dry-run claim checked.
 
 ``test_the_recipe_runs_as_written`` builds what the recipe assumes - a suite's repository with this repository
 checked out at ``./pytest-trtcap`` (a symlink to this checkout) and a Torch-TensorRT-style partitioning suite at
@@ -36,7 +36,7 @@ import pytest
 import trtcap_guards as guards
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+LANE_DOC = (ROOT / "docs" / "cpu-lane.md").read_text(encoding="utf-8")
 LANE = ROOT / "tests" / "lane_suite"
 SUITE_PATH = "tests/py/dynamo/partitioning"
 
@@ -46,16 +46,16 @@ needs_stack = pytest.mark.skipif(
 
 
 def recipe() -> List[str]:
-    start = README.index("<!-- lane-recipe:start -->")
-    block = README[start:README.index("<!-- lane-recipe:end -->")]
+    start = LANE_DOC.index("<!-- lane-recipe:start -->")
+    block = LANE_DOC[start:LANE_DOC.index("<!-- lane-recipe:end -->")]
     body = block.split("```sh\n", 1)[1].split("```", 1)[0]
     return [line.strip() for line in body.splitlines() if line.strip()]
 
 
 def ci_job() -> Dict[str, Any]:
     """The lane's CI YAML: its matrix of targets and its ``run:`` steps."""
-    start = README.index("capability-lane:")
-    yaml = README[start:README.index("```", start)]
+    start = LANE_DOC.index("capability-lane:")
+    yaml = LANE_DOC[start:LANE_DOC.index("```", start)]
     sm = re.search(r"sm: \[([^\]]*)\]", yaml)
     assert sm is not None, yaml
     return {
@@ -74,16 +74,6 @@ def test_recipe_installs_from_a_checkout_and_uses_needs_gpu_skip() -> None:
     assert installs == ["pip install -e './pytest-trtcap[rtx]'"], lines
     runs = [line for line in lines if line.startswith("pytest ")]
     assert runs == [f"pytest {SUITE_PATH} --trt-target-sm {sm} --trtcap-needs-gpu skip" for sm in ("8.9", "7.5")]
-
-
-def test_nothing_in_the_readme_installs_the_distribution_from_an_index() -> None:
-    """pytest-trtcap is on no package index yet: past the opening (which addresses readers of an index page and
-    says so), every ``pip install`` of it names a path or a VCS URL."""
-    body = README[README.index("## The problem"):]
-    for match in re.finditer(r"pip install ([^\n`]*)", body):
-        args = shlex.split(match.group(1).split("#")[0])
-        for arg in (a for a in args if "pytest-trtcap" in a or "pytest_trtcap" in a):
-            assert arg.startswith(("./", "/", ".[")) or " @ git+" in arg or arg.endswith(".whl"), match.group(0)
 
 
 def test_ci_job_runs_the_recipes_commands() -> None:

@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="reproduces what a host without a CUDA device raises")
 
 HERE = str(Path(__file__).resolve())
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+PLUGIN_DOC = (Path(__file__).resolve().parent.parent / "docs" / "plugin.md").read_text(encoding="utf-8")
 
 
 def _raised(fn: Callable[[], Any]) -> BaseException:
@@ -222,9 +222,9 @@ def test_odd_text_is_printed_printable() -> None:
 # --- the table is documented --------------------------------------------------------------------------------
 
 
-def test_every_signature_is_documented_in_the_module_and_the_readme() -> None:
+def test_every_signature_is_documented_in_the_module_and_the_plugin_docs() -> None:
     assert needs_gpu.signature_names() == ["cuda-init", "trt-engine", "cuda-only-kernel"]
-    doc, readme = " ".join(needs_gpu.__doc__.split()), " ".join(README.split())
+    doc, readme = " ".join(needs_gpu.__doc__.split()), " ".join(PLUGIN_DOC.split())
     for name in needs_gpu.signature_names():
         assert f"``{name}``" in doc
         assert f"| `{name}` |" in readme

@@ -6,7 +6,8 @@ Every expected name below is copied from the issue that promises it (the number 
 code under test. The checks are the cheap, user-visible ones: importable from the promised module and listed in its
 ``__all__``; shown by ``pytest --help``, ``--fixtures`` and ``--markers``; accepted in each of its three forms (the
 verbose header names the source); accepted by ``trtcap ... --help``; written into a real sweep's record; and named
-in the README. A few subprocess runs in all, each shared by the checks that read it.
+in the user documentation (the README and docs/). A few subprocess runs in all, each shared by the checks that
+read it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
+#: The user documentation: the README and the reference under docs/, where a user looks a name up.
+DOCS = "\n".join(path.read_text(encoding="utf-8")
+                 for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
 
 #: ``from trtcap_guards import NAME`` -> the issue that promises it.
 GUARDS_NAMES: Dict[str, int] = {
@@ -46,7 +50,7 @@ PLUGIN_NAMES: Dict[str, int] = {
     "TrtcapAuditError": 11, "UnsupportedTargetWarning": 12,
 }
 
-#: ``module.attribute`` reached through a submodule the issues or README name.
+#: ``module.attribute`` reached through a submodule the issues or docs name.
 SUBMODULE_NAMES: Dict[str, int] = {
     "trtcap_guards.rules.RULES": 2, "trtcap_guards.review.review_problems": 11,
     "trtcap_guards.builder.builder_targets": 16, "pytest_trtcap.hooks.pytest_trtcap_target_capabilities": 3,
@@ -147,7 +151,7 @@ def test_public_name_is_importable_exported_and_documented(package: str, name: s
     module = importlib.import_module(package)
     assert hasattr(module, name), f"issue {issue}: {package}.{name} missing"
     assert name in module.__all__
-    assert name in README
+    assert name in DOCS
 
 
 @pytest.mark.parametrize("path", sorted(SUBMODULE_NAMES))
@@ -214,7 +218,7 @@ def test_assert_trt_close_takes_torch_tolerances_as_keywords() -> None:
 
 def test_named_tuples_and_decision_carry_the_promised_fields() -> None:
     """Issue 3: ``PartitionCounts(acc, gpu)``; issue 11: the block, the node, its op and the rule; issue 2: the
-    decision's targets, source, backend, boolean and reason (README: ``targets_turing``, ``origin``)."""
+    decision's targets, source, backend, boolean and reason (docs: ``targets_turing``, ``origin``)."""
     import pytest_trtcap
     import trtcap_guards
 
@@ -249,9 +253,9 @@ def test_entry_points_are_the_promised_ones() -> None:
     assert "trtcap" in {e.name for e in entry_points(group="console_scripts")}
 
 
-def test_readme_names_the_plugin_entry_point() -> None:
+def test_docs_name_the_plugin_entry_point() -> None:
     """Issue 3: a user disabling or pinning the plugin needs its group, name and module."""
-    assert "`pytest11`" in README and "`trtcap`" in README and "`pytest_trtcap.plugin`" in README
+    assert "`pytest11`" in DOCS and "`trtcap`" in DOCS and "`pytest_trtcap.plugin`" in DOCS
 
 
 @pytest.mark.parametrize("hook", ["pytest_trtcap_target_capabilities", "pytest_trtcap_isolated_state"])
@@ -259,7 +263,7 @@ def test_hook_is_registered_taking_config(hook: str, pytestconfig: pytest.Config
     caller = getattr(pytestconfig.pluginmanager.hook, hook)
     assert caller.spec is not None and caller.spec.argnames == ("config",)
     assert caller.spec.opts["firstresult"] is (hook == "pytest_trtcap_target_capabilities")  # issue 3
-    assert hook in README
+    assert hook in DOCS
 
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=[s.option for s in SETTINGS])
@@ -269,7 +273,7 @@ def test_setting_is_in_pytest_help_in_its_three_forms(setting: Setting, pytest_h
     assert f"env {setting.env}, ini {setting.ini}]" in flat
     assert f"\n  {setting.ini} (" in pytest_help  # pytest's own list of ini keys
     for name in (setting.option, setting.env, setting.ini):
-        assert name in README
+        assert name in DOCS
 
 
 @pytest.mark.parametrize("form", ["option", "env", "ini"])
@@ -301,14 +305,14 @@ def test_fixtures_are_listed(suite: Path) -> None:
     listed = {line.split(" ")[0] for line in result.stdout.splitlines() if " -- " in line}
     missing = {name: issue for name, issue in FIXTURES.items() if name not in listed}
     assert not missing
-    assert all(name in README for name in FIXTURES)
+    assert all(name in DOCS for name in FIXTURES)
 
 
 def test_markers_are_listed(suite: Path) -> None:
     result = _pytest(["--markers"], suite)
     missing = {name: issue for name, issue in MARKERS.items() if f"@pytest.mark.{name}:" not in result.stdout}
     assert not missing
-    assert all(name in README for name in MARKERS)
+    assert all(name in DOCS for name in MARKERS)
 
 
 @pytest.mark.parametrize("command", [["trtcap"], [sys.executable, "-m", "pytest_trtcap"]], ids=["script", "module"])
@@ -323,7 +327,7 @@ def test_command_and_its_subcommands_answer_help(command: List[str], suite: Path
         assert result.returncode == 0, result.stderr
         missing = [flag for flag in flags if flag not in result.stdout]
         assert not missing, (subcommand, missing)
-        assert all(flag in README for flag in flags)
+        assert all(flag in DOCS for flag in flags)
 
 
 SWEPT_SUITE = """
@@ -392,7 +396,7 @@ def test_sweep_exit_status_one_for_an_arm_specific_failure(swept: Swept) -> None
 @pytest.mark.parametrize("arm", ["7.5", "8.9"])
 def test_sweep_writes_one_record_per_arm_with_the_promised_fields(swept: Swept, arm: str) -> None:
     record = _record(swept, arm)
-    assert record["schema"] == "trtcap-record" and record["version"] == 2  # README
+    assert record["schema"] == "trtcap-record" and record["version"] == 2  # docs/trtcap.md
     assert record["arm"] == arm
     assert record["collected"] == 7
     assert record["pytest"]["exitstatus"] == 1 and "command" in record["pytest"]
@@ -406,11 +410,12 @@ def test_sweep_writes_one_record_per_arm_with_the_promised_fields(swept: Swept, 
 
 @pytest.mark.parametrize("field", ["outcome", "signature", "reason", "collection_errors", "reconciliation",
                                    "disagreements", "arm", "collected"])
-def test_readme_names_the_record_field(field: str) -> None:
-    """Issues 4, 10 and 12 name these fields; a user reading records finds them by name where the README
-    describes the record (its paragraph that starts ``A record is JSON``)."""
-    paragraph = README[README.index("A record is JSON"):].split("\n\n")[0]
-    assert f"`{field}`" in paragraph, f"README's record paragraph does not name the field {field!r}"
+def test_docs_name_the_record_field(field: str) -> None:
+    """Issues 4, 10 and 12 name these fields; a user reading records finds them by name where the docs describe
+    the record (the paragraph of docs/trtcap.md that starts ``A record is JSON``)."""
+    command_doc = (REPO / "docs" / "trtcap.md").read_text(encoding="utf-8")
+    paragraph = command_doc[command_doc.index("A record is JSON"):].split("\n\n")[0]
+    assert f"`{field}`" in paragraph, f"the record paragraph does not name the field {field!r}"
 
 
 def test_record_outcomes_are_the_six_issue_4_names(swept: Swept) -> None:
@@ -490,6 +495,8 @@ def test_needs_gpu_skip_reason_prefix(tmp_path: Path) -> None:
     assert "trtcap: needs a GPU: " in result.stdout and "1 skipped" in result.stdout
 
 
-def test_readme_has_the_section_issue_6_names() -> None:
-    """Issue 6: README section "A capability lane on CPU runners" with the exact commands."""
-    assert "\n## A capability lane on CPU runners\n" in README
+def test_docs_have_the_section_issue_6_names() -> None:
+    """Issue 6: the section "A capability lane on CPU runners" (now its own page, linked from the README)."""
+    lane = (REPO / "docs" / "cpu-lane.md").read_text(encoding="utf-8")
+    assert lane.startswith("# A capability lane on CPU runners\n")
+    assert "[A capability lane on CPU runners](docs/cpu-lane.md)" in README

@@ -1,42 +1,104 @@
-"""The README's copy of the rules table and its two commands stay in step with the code and CI."""
+"""The README and the reference in docs/ stay in step with the code, CI, the examples and the benchmark results.
 
+What the docs quote of a command's output is checked in ``tests/test_doc_outputs.py``, by running the command.
+"""
+
+import re
+import shlex
 from pathlib import Path
 
 import trtcap_guards.rules
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = {path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
+        for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]}
+USER_DOCS = "\n".join(DOCS.values())
 
 
-def test_rules_table_matches_the_table_in_code():
-    start = README.index("<!-- rules-table:start -->") + len("<!-- rules-table:start -->")
-    end = README.index("<!-- rules-table:end -->")
-    assert README[start:end].strip() == trtcap_guards.rules.markdown_table()
+def _between(text: str, start: str, end: str) -> str:
+    return text[text.index(start) + len(start):text.index(end)].strip()
 
 
-def test_ci_runs_exactly_the_readme_test_command():
-    blocks = README.split("```bash\n")[1:3]
-    main_job, test_command = (b.split("\n```")[0].strip() for b in blocks)
+def _fenced(text: str, language: str) -> list:
+    return [block.split("\n```")[0] for block in text.split(f"```{language}\n")[1:]]
+
+
+def test_the_readme_stays_a_short_start() -> None:
+    assert len(README.splitlines()) <= 250
+
+
+def test_rules_table_matches_the_table_in_code() -> None:
+    table = _between(DOCS["docs/guards.md"], "<!-- rules-table:start -->", "<!-- rules-table:end -->")
+    assert table == trtcap_guards.rules.markdown_table()
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    main_job, test_command = (block.strip() for block in _fenced(README, "bash")[:2])
     assert "trtcap sweep" in main_job
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert test_command in ci.splitlines()
 
 
-def test_opening_install_lines_name_the_distribution_and_extras_pyproject_defines():
-    import re
+def test_the_main_jobs_sweep_is_a_command_whose_output_the_docs_quote() -> None:
+    """The README's first command ends in a sweep of the examples; ``test_doc_outputs`` runs that very sweep."""
+    main_job = _fenced(README, "bash")[0].strip()
+    sweep = main_job.rsplit("&& ", 1)[1].replace(".venv/bin/", "")
+    assert f"```console\n$ {sweep}\n" in DOCS["docs/trtcap.md"]
 
+
+def test_the_readme_example_is_the_example_suites_file_verbatim() -> None:
+    """The README's example is ``examples/test_quickstart.py``, which the main job runs on both arms."""
+    example = (ROOT / "examples" / "test_quickstart.py").read_text(encoding="utf-8")
+    assert example in [block + "\n" for block in _fenced(README, "python")]
+    assert "`examples/test_quickstart.py`" in README
+
+
+def test_the_install_line_is_the_lane_recipes_which_its_test_runs() -> None:
+    """The README installs as the CPU lane's recipe does (``tests/test_lane_recipe.py`` runs that line)."""
+    install = _fenced(README.split("## Install into your project")[1], "bash")[0].strip()
+    recipe = _between(DOCS["docs/cpu-lane.md"], "<!-- lane-recipe:start -->", "<!-- lane-recipe:end -->")
+    assert install == recipe.split("```sh\n", 1)[1].splitlines()[0]
+
+
+def test_the_extras_the_readme_names_are_defined() -> None:
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    opening = README.split("## The problem")[0]
-    named = re.findall(r"'?(pytest-trtcap)\[(\w+)\]'?", opening)
-    assert ("pytest-trtcap", "rtx") in named and ("pytest-trtcap", "report") in named
+    named = set(re.findall(r"(pytest-trtcap)\[(\w+)\]", README))
+    assert {("pytest-trtcap", "rtx"), ("pytest-trtcap", "report")} <= named
     for name, extra in named:
         assert name == project["name"]
         assert extra in project["optional-dependencies"]
     assert any(dep.startswith("rich") for dep in project["optional-dependencies"]["report"])
-    # The checkout's two commands come before anything else that runs.
-    assert opening.index("```bash") < opening.index("pip install 'pytest-trtcap[rtx]'")
+
+
+def test_nothing_in_the_docs_installs_the_distribution_from_an_index() -> None:
+    """pytest-trtcap is on no package index yet: every ``pip install`` of it names a path or a VCS URL."""
+    for doc, text in DOCS.items():
+        for match in re.finditer(r"pip install ([^\n`]*)", text):
+            args = shlex.split(match.group(1).split("#")[0])
+            for arg in (a for a in args if "pytest-trtcap" in a or "pytest_trtcap" in a):
+                assert arg.startswith(("./", "/", ".[")) or " @ git+" in arg or arg.endswith(".whl"), (doc, arg)
+
+
+def test_every_relative_link_in_the_docs_names_a_file_that_exists() -> None:
+    for doc, text in DOCS.items():
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text):
+            assert ((ROOT / doc).parent / target).exists(), (doc, target)
+
+
+def test_the_user_docs_cite_no_test_files_and_no_commits() -> None:
+    for doc, text in DOCS.items():
+        assert re.findall(r"tests/test_\w+\.py", text) == [], doc
+        assert re.findall(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b", text) == [], doc
+
+
+def test_the_command_docs_name_every_compare_class_as_printed() -> None:
+    """``trtcap compare`` prints its classes by these names; the docs use the same ones."""
+    from pytest_trtcap.runs.compare import CLASSES
+
+    assert [c for c in CLASSES if f"`{c}`" not in DOCS["docs/trtcap.md"]] == []
 
 
 def _results_module():
@@ -48,23 +110,21 @@ def _results_module():
     return module
 
 
-def test_readme_results_block_is_the_results_file_verbatim():
+def test_the_benchmarks_headline_is_the_results_files_rows_with_a_target() -> None:
     results = (ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8")
-    start = README.index("<!-- bench-results:start -->") + len("<!-- bench-results:start -->")
-    end = README.index("<!-- bench-results:end -->")
-    copied = README[start:end].strip()
-    assert copied == _results_module().readme_block(results)
-    # The block is the file's own lines, not a rendering of them.
+    copied = _between(DOCS["docs/benchmarks.md"], "<!-- bench-headline:start -->", "<!-- bench-headline:end -->")
+    assert copied == _results_module().headline_block(results)
+    # The block is the file's own lines, not a rendering of them, and it is not empty.
     assert all(line in results.splitlines() for line in copied.splitlines())
+    assert sum(line.startswith("| ") for line in copied.splitlines()) > 2
 
 
-def test_every_figure_the_readme_quotes_elsewhere_is_in_the_results_file():
-    import re
-
+def test_every_figure_the_docs_quote_elsewhere_is_in_the_results_file() -> None:
     results = (ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8")
-    outside = (
-        README[: README.index("<!-- bench-results:start -->")] + README[README.index("<!-- bench-results:end -->"):]
-    )
+    benchmarks = DOCS["docs/benchmarks.md"]
+    outside = USER_DOCS.replace(
+        benchmarks[benchmarks.index("<!-- bench-headline:start -->"):benchmarks.index("<!-- bench-headline:end -->")],
+        "")
     # ratios like 1.012, not the tail of a dotted version (TensorRT-RTX 1.6.1.120)
     figure = re.compile(r"\b\d+(?:\.\d+)?\s?(?:us|µs|ns|ms|MiB|B/test)\b|(?<![\d.])[01]\.\d{3}(?![\d.])")
     quoted = set(figure.findall(outside))
@@ -78,14 +138,10 @@ def test_every_figure_the_readme_quotes_elsewhere_is_in_the_results_file():
 
 
 def _documented(name: str, module: str) -> bool:
-    import re
-
-    return re.search(rf"`(?:{module}\.|guards\.)?{re.escape(name)}[`(\[]", README) is not None
+    return re.search(rf"`(?:{module}\.|guards\.)?{re.escape(name)}[`(\[]", USER_DOCS) is not None
 
 
-def test_every_exported_name_is_documented_and_every_documented_name_exported():
-    import re
-
+def test_every_exported_name_is_documented_and_every_documented_name_exported() -> None:
     import pytest_trtcap
     import trtcap_guards
 
@@ -96,38 +152,5 @@ def test_every_exported_name_is_documented_and_every_documented_name_exported():
     submodules = {"builder", "review", "rules", "targets", "plugin", "__all__"}
     names = (("trtcap_guards", trtcap_guards), ("guards", trtcap_guards), ("pytest_trtcap", pytest_trtcap))
     for short, package in names:
-        named = set(re.findall(rf"\b{short}\.([A-Za-z_]\w*)", README)) - submodules
+        named = set(re.findall(rf"(?<![/(\[])\b{short}\.([A-Za-z_]\w*)", USER_DOCS)) - submodules  # not a link
         assert sorted(named - set(package.__all__)) == [], short
-
-
-def test_report_block_is_what_the_example_suite_prints_at_75():
-    """The README's Report block, line by line, is in the output of ``pytest examples --trt-target-sm 7.5 -v``."""
-    import os
-    import subprocess
-    import sys
-
-    start = README.index("### Report")
-    block = README[start:].split("```\n", 2)[1].split("```")[0]
-    expected = [line for line in block.splitlines() if line and line != "..."]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRTCAP_", "PYTEST_"))}
-    env["CUDA_VISIBLE_DEVICES"] = ""
-    env["COLUMNS"] = "80"  # the width of the README's section rule
-    done = subprocess.run([sys.executable, "-m", "pytest", "examples", "--trt-target-sm", "7.5", "-v",
-                           "-p", "no:randomly"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    printed = done.stdout.splitlines()
-    assert done.returncode == 0, done.stdout[-3000:]
-    missing = [line for line in expected if line not in printed]
-    assert missing == [], "\n".join(printed[:12] + ["..."] + printed[-12:])
-
-
-def test_the_layout_names_every_module_of_both_packages_and_nothing_else():
-    import re
-
-    section = README[README.index("## Layout"):]
-    guards_part, plugin_part = section.split("The plugin, `pytest_trtcap/`:")
-    plugin_part, runs_part = plugin_part.split("- `runs/`:")
-    for text, folder in ((guards_part, "guards"), (plugin_part, "pytest_trtcap"), (runs_part, "pytest_trtcap/runs")):
-        named = set(re.findall(r"`([A-Za-z_][\w.]*\.(?:py|json))`", text))
-        on_disk = {p.name for p in (ROOT / folder).iterdir()
-                   if p.suffix in (".py", ".json") and p.name != "__init__.py"}
-        assert (folder, sorted(on_disk - named), sorted(named - on_disk)) == (folder, [], [])
