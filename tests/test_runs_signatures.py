@@ -112,3 +112,22 @@ def test_text_around_brace_groups_is_kept(text):
     """Apostrophes, unbalanced brackets and stray braces never swallow or drop text."""
     out = signatures.normalise(text)
     assert sorted(out.replace(" ", "")) == sorted(text.replace(" ", ""))
+
+
+@given(st.lists(st.text(max_size=12), max_size=8), st.randoms(use_true_random=False))
+def test_a_set_of_any_strings_normalises_the_same_in_any_order(items, rnd):
+    shuffled = list(items)
+    rnd.shuffle(shuffled)
+    as_written = "KeyError: {" + ", ".join(map(repr, items)) + "} and {" + ", ".join(map(repr, shuffled)) + "}"
+    reordered = "KeyError: {" + ", ".join(map(repr, shuffled)) + "} and {" + ", ".join(map(repr, items)) + "}"
+    assert signatures.normalise(as_written) == signatures.normalise(reordered)
+
+
+@pytest.mark.parametrize("unit", ["{'\\", "{([", "{a, "], ids=["escaped-quotes", "openers", "elements"])
+def test_a_message_of_megabytes_of_brackets_and_quotes_gets_its_signature_in_linear_time(unit):
+    """Messages can be tens of megabytes: quadratic work on one of a megabyte would take hours, not seconds."""
+    import time
+
+    started = time.monotonic()
+    sig = signatures.signature_from_message("ValueError: " + unit * (1_000_000 // len(unit)))
+    assert time.monotonic() - started < 30 and sig.startswith("ValueError: {")
