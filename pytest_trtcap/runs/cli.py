@@ -218,11 +218,14 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 
 def _sweep(ns: argparse.Namespace, pytest_args: List[str]) -> int:
+    import os
+
     from . import sweep
 
     try:
         arms = sweep.parse_arms(ns.arms)
         sweep.check_pytest_args(pytest_args)
+        sweep.check_addopts(os.environ)
     except sweep.UsageError as exc:
         return _sweep_usage_error(str(exc))
     try:
