@@ -190,6 +190,7 @@ def arm_differences(
         if cls is not None:
             buckets[cls].append({
                 "nodeid": nodeid, "class": cls, "outcomes": by_arm, "reasons": _reasons(arms, entries),
+                "line": next((e.get("line") for e in entries if e is not None and e.get("line")), None),
                 "signatures": {
                     a: (e.get("signature") if e is not None else None) for a, e in zip(arms, entries, strict=True)
                 },

@@ -28,7 +28,7 @@ COUNTS = ("collected", "deselected")
 PYTEST_FIELDS: Dict[str, Tuple[type, ...]] = {"version": _STR, "rootdir": _STR, "exitstatus": _INT, "returncode": _INT}
 PYTEST_LISTS = ("args", "command")
 ENTRY_FIELDS: Dict[str, Tuple[type, ...]] = {
-    "signature": _STR, "reason": _STR, "when": _STR, "duration": _NUM,
+    "signature": _STR, "reason": _STR, "when": _STR, "duration": _NUM, "line": _INT,
 }
 
 
