@@ -186,3 +186,17 @@ def test_github_format_of_compare_annotates_regressions_with_the_file_alone_when
     assert commands[0].startswith("::error file=t.py,title="), commands
     assert "t.py::x[a|b]" in commands[0] and "line=" not in commands[0]
     assert lines[-1] == "RESULT: COMPLETE: 1 regression(s), 1 fixed"
+
+
+def test_github_annotations_against_a_junit_file_name_no_file(tmp_path):
+    """Against JUnit XML the tests are named ``classname::name``, not by path: a file taken from that name would
+    point at no file, so the annotation names none (GitHub shows it on the run)."""
+    from runs_helpers import GOOD_XML
+
+    from pytest_trtcap.runs.load import load_record
+
+    (tmp_path / "j.xml").write_text(GOOD_XML)
+    tests = {"t.py::b": {**E("passed"), "line": 3}}
+    before = Record("b.json", record_data(tests, reconciliation={"result": "COMPLETE"}))
+    _, commands = _github(compare_records(before, load_record(tmp_path / "j.xml"), accept_unverified=True))
+    assert commands == ["::error title=trtcap compare%3A regression::t::b: passed->failed; ValueError: <addr>"]
