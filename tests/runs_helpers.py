@@ -75,9 +75,9 @@ TRANSITIONS_SUITE = textwrap.dedent(
 )
 
 
-def trtcap(*args, cwd=None, timeout=180):
+def trtcap(*args, cwd=None, timeout=180, env=None):
     return subprocess.run([sys.executable, "-m", "pytest_trtcap", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def make_suite(path, files):

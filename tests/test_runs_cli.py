@@ -212,3 +212,23 @@ def test_plugin_side_modules_stay_light():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "light", proc.stdout + proc.stderr
+
+
+def test_compare_github_format_points_each_regression_at_its_test_function(swept):
+    """CI shows each new failure on the test's own line: the record holds the line pytest reports for the test."""
+    suite, out, _ = swept
+    proc = trtcap("compare", out / f"arm-{BEFORE}.json", out / f"arm-{AFTER}.json", "--format", "github")
+    assert proc.returncode == 1, proc.stderr
+    source = (suite / "test_suite.py").read_text().splitlines()
+    line = next(n for n, text in enumerate(source, 1) if text.startswith("def test_regression("))
+    commands = [c for c in proc.stdout.splitlines() if c.startswith("::")]
+    assert commands == [c for c in commands if c.startswith("::error ")] and len(commands) == 1, proc.stdout
+    assert commands[0].startswith(f"::error file=test_suite.py,line={line},title="), commands
+    assert proc.stdout.rstrip().splitlines()[-1].startswith("RESULT: COMPLETE: 1 regression(s)")
+
+
+def test_github_is_a_format_of_both_subcommands():
+    for command in (["sweep"], ["compare", "a", "b"]):
+        proc = trtcap(*command, "--format", "nope")
+        assert proc.returncode == 2 and "'github'" in proc.stderr, proc.stderr
+        assert "github" in trtcap(*command, "--help").stdout

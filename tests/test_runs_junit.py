@@ -98,3 +98,92 @@ def test_a_message_pytest_escaped_for_xml_has_the_signature_the_recorder_gives(t
     path.write_text(xml, encoding="utf-8")
     (entry,) = load_record(path).tests.values()
     assert entry["signature"] == signature_from_message(message, "Failure")
+
+
+UNITTEST_SUITE = """
+import unittest
+
+
+class TestUT(unittest.TestCase):
+    def test_equal(self):
+        self.assertEqual(1, 2)
+
+    def test_in(self):
+        self.assertIn("fp32", {"fp16": 1}, "engine at 0x7f00 lacks it")
+
+    def test_raises(self):
+        raise AssertionError("bad value at 0x7f00")
+
+    def test_no_message(self):
+        raise AssertionError
+"""
+
+# The attributes unittest-xml-reporting (xmlrunner) writes: the exception's class name in ``type``, ``str()`` of
+# the exception in ``message`` (its _TestInfo and _report_testcase), one <testsuite> per TestCase class.
+XMLRUNNER_WRITER = """
+import sys, unittest, xml.etree.ElementTree as ET
+
+sys.path.insert(0, ".")
+import test_ut
+
+class Result(unittest.TestResult):
+    def __init__(self):
+        super().__init__()
+        self.cases = []
+    def addSuccess(self, test):
+        self.cases.append((test, None, None))
+    def addFailure(self, test, err):
+        self.cases.append((test, "failure", err))
+    def addError(self, test, err):
+        self.cases.append((test, "error", err))
+
+result = Result()
+unittest.defaultTestLoader.loadTestsFromModule(test_ut).run(result)
+suite = ET.Element("testsuite", name="test_ut.TestUT", tests=str(len(result.cases)))
+for test, tag, err in result.cases:
+    case = ET.SubElement(suite, "testcase", classname=test.id().rpartition(".")[0], name=test._testMethodName)
+    if tag:
+        ET.SubElement(case, tag, type=err[0].__name__, message=str(err[1])).text = "traceback"
+ET.ElementTree(ET.Element("testsuites")).getroot().append(suite)
+sys.stdout.write(ET.tostring(suite, encoding="unicode"))
+"""
+
+
+def test_a_junit_file_giving_the_exception_type_in_its_own_attribute_matches_a_pytest_record(tmp_path):
+    """unittest-xml-reporting writes ``type="AssertionError" message="1 != 2"``: read without its ``type``, each of
+    its failures got another signature than pytest's record of the same failure ("signature changed")."""
+    import json
+    import subprocess
+    import sys
+
+    from runs_helpers import run_pytest, trtcap
+
+    (tmp_path / "test_ut.py").write_text(UNITTEST_SUITE)
+    proc, stream, _ = run_pytest(tmp_path, "test_ut.py")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    xml = subprocess.run([sys.executable, "-c", XMLRUNNER_WRITER], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=60)
+    assert xml.returncode == 0 and 'type="AssertionError"' in xml.stdout, xml.stderr
+    (tmp_path / "xmlrunner.xml").write_text(xml.stdout)
+    compared = trtcap("compare", stream, tmp_path / "xmlrunner.xml", "--accept-unverified", "--format", "json")
+    result = json.loads(compared.stdout)
+    assert result["after"]["source"] == "junit" and result["after"]["tests"] == 4, result["after"]
+    assert result["transitions"] == [], result["transitions"]
+
+
+@pytest.mark.parametrize(
+    "element, signature",
+    [
+        ('<failure type="AssertionError" message="1 != 2"/>', "AssertionError: <N> != <N>"),
+        ('<error type="ValueError" message="bad 0x1f"/>', "ValueError: bad <addr>"),
+        ('<error type="RuntimeError" message=""/>', "RuntimeError"),
+        ('<failure type="ValueError" message="ValueError: said twice"/>', "ValueError: said twice"),
+        ('<failure type="ShapeError" message="mymod.ShapeError: got 3x4"/>', "mymod.ShapeError: got <N>x<N>"),
+        ('<failure message="assert 1 == 2"/>', "AssertionError: assert <N> == <N>"),
+    ],
+)
+def test_the_exception_type_attribute_leads_the_signature_unless_the_message_names_it(tmp_path, element, signature):
+    path = tmp_path / "typed.xml"
+    path.write_text(f'<testsuite tests="1"><testcase classname="t" name="x">{element}</testcase></testsuite>')
+    (entry,) = load_record(path).tests.values()
+    assert entry["signature"] == signature

@@ -132,3 +132,71 @@ def test_clean_escapes_every_control_character():
         == "a\\nb\\rc\\td\\x00e\\x1b[0m\\x7f\\u2028\\u202e\\udcff"
     )
     assert render.clean("plain → ünïcode 日本") == "plain → ünïcode 日本"
+
+
+# --- GitHub workflow annotations ----------------------------------------------------------------------------
+
+GITHUB_FORGED = "x%0A\r\n::error::forged\n::warning file=a.py::forged"
+
+
+def _github(result, max_rows=100):
+    out = io.StringIO()
+    render.render(result, "github", out, max_rows)
+    lines = out.getvalue().rstrip("\n").split("\n")
+    return lines, [line for line in lines if line.lstrip().startswith("::")]
+
+
+def _sweep_with_lines():
+    def arm(name, failing):
+        tests = {
+            "tests/test_gemm.py::test_fp32": {**E("failed" if failing else "passed", "AssertionError: 1 != 2"),
+                                              "line": 12},
+            "odd,dir:x/test_y.py::test_forge[" + GITHUB_FORGED + "]": E(
+                "failed" if failing else "passed", "AssertionError: " + GITHUB_FORGED),
+            "tests/test_ok.py::test_same": {**E("passed"), "line": 3},
+        }
+        return {"arm": name, "tests": tests, "collection_errors": {}, "pytest": {"exitstatus": 1, "returncode": 1},
+                "reconciliation": {"result": "COMPLETE", "disagreements": []}}
+    return summarise_sweep([arm("7.5", True), arm("8.9", False)], "/tmp/out", [])
+
+
+def test_github_format_annotates_each_arm_specific_failure_at_its_file_and_line():
+    lines, commands = _github(_sweep_with_lines())
+    assert len(commands) == 2, commands  # one per arm-specific failure, nothing for the test that never differs
+    gemm = next(c for c in commands if "test_gemm" in c)
+    assert gemm.startswith("::error file=tests/test_gemm.py,line=12,title="), gemm
+    assert "tests/test_gemm.py::test_fp32" in gemm.split("::", 2)[2] and "AssertionError" in gemm
+    assert lines[-1] == "RESULT: COMPLETE: 2 arm(s), 2 arm-specific failure(s)"
+
+
+def test_github_annotations_cannot_be_forged_by_a_node_id_or_message():
+    """A test controls its node id and its message: neither may start a workflow command of its own, and a
+    property value may not end early at a comma or colon."""
+    lines, commands = _github(_sweep_with_lines())
+    forged = next(c for c in commands if "test_y.py" in c)
+    assert forged.startswith("::error file=odd%2Cdir%3Ax/test_y.py,title="), forged  # no line known: file only
+    assert len(commands) == 2 and all(c.startswith("::error file=") for c in commands), commands
+    assert "\r" not in "\n".join(lines)
+    assert "%250A" in forged.split("::", 2)[2]  # the test's own percent sign is escaped, not read as GitHub's
+
+
+def test_github_format_of_compare_annotates_regressions_with_the_file_alone_when_no_line_is_known():
+    lines, commands = _github(compare_result_sample())
+    assert len(commands) == 1, commands  # the regression; the fix is no failure
+    assert commands[0].startswith("::error file=t.py,title="), commands
+    assert "t.py::x[a|b]" in commands[0] and "line=" not in commands[0]
+    assert lines[-1] == "RESULT: COMPLETE: 1 regression(s), 1 fixed"
+
+
+def test_github_annotations_against_a_junit_file_name_no_file(tmp_path):
+    """Against JUnit XML the tests are named ``classname::name``, not by path: a file taken from that name would
+    point at no file, so the annotation names none (GitHub shows it on the run)."""
+    from runs_helpers import GOOD_XML
+
+    from pytest_trtcap.runs.load import load_record
+
+    (tmp_path / "j.xml").write_text(GOOD_XML)
+    tests = {"t.py::b": {**E("passed"), "line": 3}}
+    before = Record("b.json", record_data(tests, reconciliation={"result": "COMPLETE"}))
+    _, commands = _github(compare_records(before, load_record(tmp_path / "j.xml"), accept_unverified=True))
+    assert commands == ["::error title=trtcap compare%3A regression::t::b: passed->failed; ValueError: <addr>"]

@@ -168,3 +168,27 @@ def test_turning_junit_xml_off_is_a_usage_error_before_any_arm_runs(tmp_path, ar
     proc = trtcap("sweep", "--arms", "7.5,8.9", "--out", tmp_path / "o", "--", *args, cwd=suite)
     error = _refused_before_any_arm_ran(proc, tmp_path / "o")
     assert "no:junitxml" in error, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "addopts, named",
+    [
+        ("-n 2 --dist each", "--dist each"),
+        ("-n 2 --dist=each", "--dist each"),
+        ("-p cacheprovider", "cacheprovider"),
+        ("-pstepwise", "stepwise"),
+        ("--lf", "--lf"),
+        ("-p no:junitxml", "no:junitxml"),
+        ("--junitxml=elsewhere.xml", "--junitxml"),
+        ("-v '--trt-target-sm' 8.9", "--trt-target-sm"),
+        ("-k 'unclosed", "closing quotation"),
+    ],
+)
+def test_what_the_sweep_refuses_after_dashdash_it_refuses_in_pytest_addopts(tmp_path, addopts, named):
+    """pytest reads ``PYTEST_ADDOPTS`` (split as a shell would) before its command line: a refused option given
+    there reached every arm unchecked, and each arm went INCOMPLETE with a reason that did not name it."""
+    suite = make_suite(tmp_path / "suite", {"test_a.py": "def test_a():\n    pass\n"})
+    env = dict(os.environ, PYTEST_ADDOPTS=addopts)
+    proc = trtcap("sweep", "--arms", "7.5,8.9", "--out", tmp_path / "o", cwd=suite, env=env)
+    error = _refused_before_any_arm_ran(proc, tmp_path / "o")
+    assert f"PYTEST_ADDOPTS={addopts!r}" in error and named in error, proc.stderr

@@ -129,3 +129,11 @@ def test_nested_fields_the_schema_types_are_checked_too(tmp_path, mutate, needle
     mutate(data)
     assert_rejected(write_input(tmp_path, "nested.json", json.dumps(data)), needle)
 
+
+
+@pytest.mark.parametrize("line, problem", [(0, "'line' must be 1 or more (got 0)"),
+                                           (True, "'line' must be an integer or null")])
+def test_a_tests_line_that_is_no_line_number_is_refused_naming_it(tmp_path, line, problem):
+    """Annotations point at the line: a record whose line cannot be one was edited or broken."""
+    data = record_data({"t.py::a": {"outcome": "failed", "line": line}})
+    assert_rejected(write_input(tmp_path, "line.json", json.dumps(data)), "test 't.py::a'", problem)

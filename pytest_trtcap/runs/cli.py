@@ -1,7 +1,7 @@
 """``trtcap``: sweep a suite across target capabilities, and compare run records.
 
-    trtcap sweep [--arms 7.5,8.9] [--out DIR] [--format table|json|markdown] [-- PYTEST ARGS...]
-    trtcap compare BEFORE AFTER [--format table|json|markdown] [--accept-unverified]
+    trtcap sweep [--arms 7.5,8.9] [--out DIR] [--format table|json|markdown|github] [-- PYTEST ARGS...]
+    trtcap compare BEFORE AFTER [--format table|json|markdown|github] [--accept-unverified]
 
 Exit status (the only place these numbers live): 0 complete with no new failures; 1 new failures (compare:
 regressions or new collection errors; sweep: arm-specific failures or collection errors on some arms);
@@ -16,7 +16,7 @@ import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 EXIT_OK, EXIT_FAILURES, EXIT_INCOMPLETE = 0, 1, 2
-SWEEP_USAGE = "trtcap sweep [--arms LIST] [--out DIR] [--format {table,json,markdown}] [-- PYTEST ARGS...]"
+SWEEP_USAGE = "trtcap sweep [--arms LIST] [--out DIR] [--format {table,json,markdown,github}] [-- PYTEST ARGS...]"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,11 +26,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _formats(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=("table", "json", "markdown"), default="table",
-                        help="table (terminal, default), json (everything, machine-readable) "
-                             "or markdown (pull requests)")
+    parser.add_argument("--format", choices=("table", "json", "markdown", "github"), default="table",
+                        help="table (terminal, default), json (everything, machine-readable), "
+                             "markdown (pull requests) or github (an ::error annotation per new failure, "
+                             "for GitHub Actions)")
     parser.add_argument("--max-rows", type=int, default=100, metavar="N",
-                        help="rows per list in table/markdown output (0: all; json always has all). Default 100")
+                        help="rows per list in table/markdown output, annotations in github output "
+                             "(0: all; json always has all). Default 100")
 
 
 def _sweep_parser(sub: argparse._SubParsersAction) -> None:
@@ -218,11 +220,14 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 
 def _sweep(ns: argparse.Namespace, pytest_args: List[str]) -> int:
+    import os
+
     from . import sweep
 
     try:
         arms = sweep.parse_arms(ns.arms)
         sweep.check_pytest_args(pytest_args)
+        sweep.check_addopts(os.environ)
     except sweep.UsageError as exc:
         return _sweep_usage_error(str(exc))
     try:

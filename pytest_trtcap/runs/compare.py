@@ -72,7 +72,9 @@ def _side(entry: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
 def _item(nodeid: str, cls: str, b: Optional[Mapping[str, Any]], a: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     bo = b["outcome"] if b is not None else "absent"
     ao = a["outcome"] if a is not None else "absent"
-    return {"nodeid": nodeid, "class": cls, "transition": f"{bo}->{ao}", "before": _side(b), "after": _side(a)}
+    line = next((e.get("line") for e in (a, b) if e is not None and e.get("line")), None)
+    return {"nodeid": nodeid, "class": cls, "transition": f"{bo}->{ao}", "before": _side(b), "after": _side(a),
+            "line": line}
 
 
 def transitions(

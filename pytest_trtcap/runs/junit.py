@@ -10,7 +10,7 @@ import re
 from typing import Any, Dict, Iterable, Optional, Tuple
 
 from .inputs import RecordError, read_bytes
-from .signatures import E_LINE, signature_from_message
+from .signatures import E_LINE, first_line, signature_from_message
 
 RANK = {"passed": 0, "skipped": 1, "failure": 2, "error": 3}
 STATUS_OUTCOME = {"passed": "passed", "skipped": "skipped", "failure": "failed", "error": "error"}
@@ -72,18 +72,29 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
+def _typed(message: Optional[str], exc_type: Optional[str]) -> Optional[str]:
+    """``message`` led by the exception type a writer gave in its own ``type`` attribute, as pytest writes it
+    (unittest-xml-reporting: ``type="ValueError" message="bad"``; pytest: ``message="ValueError: bad"``)."""
+    if not exc_type:
+        return message
+    head = first_line(message or "").split(":", 1)[0]
+    if head == exc_type or head.endswith("." + exc_type):  # the message names it already
+        return message
+    return f"{exc_type}: {message}" if message else exc_type
+
+
 def _child_result(child: Any) -> Optional[Tuple[str, str, Optional[str], Optional[str]]]:
     """(status, outcome, signature, reason) of a <failure>/<error>/<skipped> element, None for others."""
     tag, message = _local(child.tag), _unescape(child.get("message"))
     if tag == "error":
         m = _PHASE.match(message or "")
-        message = m.group(1) if m else message
+        message = m.group(1) if m else _typed(message, child.get("type"))
         if message == "collection failure":  # the crash is the traceback's last "E   " line
             lines = E_LINE.findall(child.text or "")
             message = lines[-1] if lines else message
         return "error", "error", signature_from_message(message, "Error"), None
     if tag == "failure":
-        return "failure", "failed", signature_from_message(message, "Failure"), None
+        return "failure", "failed", signature_from_message(_typed(message, child.get("type")), "Failure"), None
     if tag == "skipped":
         if child.get("type") == "pytest.xfail":
             return "skipped", "xfailed", None, message

@@ -19,6 +19,7 @@
                  "reason": "raw skip/xfail reason" | null,
                  "when": "setup|call|teardown|collect|crash",
                  "duration": 0.01,
+                 "line": 12 | null,             # where pytest says the test is defined (1-based)
                  "categories": ["passed", "error"]}   # pytest's summary categories of its reports
       },
       "collection_errors": {nodeid: {"signature": "ImportError: ...", "message": "..."}},   # version 2

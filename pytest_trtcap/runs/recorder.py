@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import pytest
 
@@ -82,6 +82,14 @@ def counted_by_pytest(session: pytest.Session) -> Dict[str, Any]:
     return counted
 
 
+def _line(report: pytest.TestReport) -> Optional[int]:
+    """The 1-based line pytest gives for the test (its ``location``: where the function is defined), for
+    annotations that point at it; None where pytest knows none."""
+    location = getattr(report, "location", None)
+    lineno = location[1] if isinstance(location, (tuple, list)) and len(location) == 3 else None
+    return lineno + 1 if type(lineno) is int and lineno >= 0 else None
+
+
 class Recorder:
     def __init__(self, config: pytest.Config, path: str) -> None:
         self.config = config
@@ -93,6 +101,7 @@ class Recorder:
         self.pending: Dict[str, List[PhaseReport]] = {}
         self.durations: Dict[str, float] = {}
         self.categories: Dict[str, List[str]] = {}
+        self.lines: Dict[str, Optional[int]] = {}
         self.deselected = 0
         self.collected_written: set = set()
         self.failed_seen = 0
@@ -175,6 +184,8 @@ class Recorder:
             message.skip_reason,
         ))
         self.durations[nodeid] = self.durations.get(nodeid, 0.0) + float(getattr(report, "duration", 0.0) or 0.0)
+        if nodeid not in self.lines:
+            self.lines[nodeid] = _line(report)
         category = self._category(report)
         if category:
             self.categories.setdefault(nodeid, []).append(category)
@@ -188,6 +199,7 @@ class Recorder:
         entry = summarise_reports(reports)
         entry["duration"] = round(self.durations.pop(nodeid, 0.0), 6)
         entry["categories"] = self.categories.pop(nodeid, [])
+        entry["line"] = self.lines.pop(nodeid, None)
         self._write({"e": "test", "id": nodeid, **entry})
 
     @pytest.hookimpl(tryfirst=True)

@@ -1,8 +1,10 @@
-"""Render sweep/compare results: a terminal table (rich when importable, else plain text), markdown, JSON.
+"""Render sweep/compare results: a terminal table (rich when importable, else plain text), markdown, JSON,
+GitHub workflow annotations.
 
 Nothing a test prints can forge or garble this output: every piece of run-made text is shown on one line
 with control characters escaped (:func:`clean`); table rows are indented so no row can start with
-``RESULT:``; markdown shows run-made text only inside code spans, where no link, image or HTML renders.
+``RESULT:``; markdown shows run-made text only inside code spans, where no link, image or HTML renders;
+an annotation carries run-made text only in its message and property values, escaped as GitHub reads them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 from typing import IO, Any, List, Mapping, Optional
 
 from ..text import one_line
-from .sections import Section, View, compare_view, sweep_view
+from .sections import Annotation, Section, View, annotations, compare_view, sweep_view
 
 _MORE = "... and {n} more (--max-rows 0 shows all; --format json has everything)"
 
@@ -135,6 +137,38 @@ def _render_markdown(view: View, stream: IO[str]) -> None:
         _md_section(sec, w)
 
 
+# --- GitHub workflow annotations -------------------------------------------------------------------------
+
+#: GitHub's escapes for a workflow command: its message, and (more) its property values.
+_GH_MESSAGE = str.maketrans({"%": "%25", "\r": "%0D", "\n": "%0A"})
+_GH_PROPERTY = str.maketrans({"%": "%25", "\r": "%0D", "\n": "%0A", ":": "%3A", ",": "%2C"})
+
+
+def github_escape(text: Any, prop: bool = False) -> str:
+    """``text`` for a workflow command (a property value when ``prop``): on one line, then GitHub's escapes."""
+    return clean(text).translate(_GH_PROPERTY if prop else _GH_MESSAGE)
+
+
+def _github_command(a: Annotation) -> str:
+    props = [f"file={github_escape(a.file, True)}"] if a.file else []
+    props += [f"line={a.line}"] if a.line else []
+    props.append(f"title={github_escape(a.title, True)}")
+    return f"::error {','.join(props)}::{github_escape(a.message)}\n"
+
+
+def _render_github(result: Mapping[str, Any], view: View, stream: IO[str], max_rows: int) -> None:
+    """The header, an ``::error`` annotation per test that makes the command exit 1, the verdict line."""
+    w = stream.write
+    for line in view.header:
+        w(clean(line) + "\n")
+    found, more = annotations(result, max_rows)
+    for a in found:
+        w(_github_command(a))
+    if more:
+        w(f"... and {more} more (--max-rows 0 annotates all; --format json has everything)\n")
+    w(clean(view.verdict.text) + "\n")
+
+
 # --- entry point ---------------------------------------------------------------------------------------
 
 
@@ -171,6 +205,8 @@ def render(
         view = compare_view(result, max_rows, _arrow(stream))
     if fmt == "markdown":
         _render_markdown(view, stream)
+    elif fmt == "github":
+        _render_github(result, view, stream, max_rows)
     elif _rich_available():
         from .render_rich import render_rich
 

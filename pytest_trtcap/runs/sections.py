@@ -7,7 +7,7 @@ code lines, never in a title or the verdict's fixed words, so every renderer can
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from .outcomes import COMPLETE, INCOMPLETE
 
@@ -40,6 +40,45 @@ class View(NamedTuple):
     header: List[str]
     sections: List[Section]
     verdict: Verdict
+
+
+class Annotation(NamedTuple):
+    """One new failure as a CI annotation: where (``file`` None when the names are JUnit's, not paths) and what."""
+
+    file: Optional[str]
+    line: Optional[int]
+    title: str  # our own words
+    message: str  # run-made text
+
+
+def _annotation(nodeid: str, line: Any, title: str, message: str, paths: bool = True) -> Annotation:
+    file = nodeid.split("::", 1)[0] if paths else ""
+    return Annotation(file or None, line if type(line) is int and line >= 1 and file else None, title, message)
+
+
+def annotations(result: Mapping[str, Any], max_rows: int) -> Tuple[List[Annotation], int]:
+    """(an annotation per test that makes the command exit 1, how many more than ``max_rows`` were left out)."""
+    if result["command"] == "sweep":
+        from .sweep import FAILING_CLASSES
+
+        arms = [a["arm"] for a in result["arms"]]
+        items = [d for d in result["differences"] if d["class"] in FAILING_CLASSES]
+        shown, more = _limit(items, max_rows)
+        return [_annotation(
+            d["nodeid"], d.get("line"), f"trtcap sweep: {d['class']}",
+            f"{d['nodeid']}: " + ", ".join(f"{arm} {d['outcomes'].get(arm) or 'absent'}" for arm in arms)
+            + (f"; {_diff_details(d, arms)}" if _diff_details(d, arms) else ""),
+        ) for d in shown], more
+    from .compare import FAILING_CLASSES as COMPARE_FAILING
+
+    paths = "junit" not in (result["before"].get("source"), result["after"].get("source"))
+    items = [t for t in result["transitions"] if t["class"] in COMPARE_FAILING]
+    shown, more = _limit(items, max_rows)
+    return [_annotation(
+        t["nodeid"], t.get("line"), f"trtcap compare: {t['class']}",
+        f"{t['nodeid']}: {t['transition']}" + (f"; {_transition_cell(t, '->')}" if _transition_cell(t, "->") else ""),
+        paths,
+    ) for t in shown], more
 
 
 def _limit(items: Sequence[Any], max_rows: int) -> tuple:

@@ -48,10 +48,135 @@ def _tmp_pattern() -> re.Pattern[str]:
 
 
 _TMP = _tmp_pattern()
+_STRUCTURE = re.compile(r"""[{}()\[\],'"]""")
+_CLOSER = {"{": "}", "(": ")", "[": "]"}
+#: Brackets nested deeper than this inside a brace group are kept as written: each level copies its text once.
+_MAX_DEPTH = 16
+#: A brace group still open this far into a text keeps its order (the scan is a Python loop: a 30 MB message
+#: of commas would take a minute).
+_SORT_LIMIT = 1 << 18
 
 
-def normalise(text: str) -> str:
-    """Replace what varies between runs of the same failure: addresses, ids, temporary paths, numbers."""
+class _Group:
+    """A bracket opened inside a brace group: for a brace, its top-level elements so far."""
+
+    __slots__ = ("opener", "elements", "pieces", "raw")
+
+    def __init__(self, opener: str) -> None:
+        self.opener, self.elements, self.pieces, self.raw = opener, [], [], False
+
+    def written(self) -> str:
+        return self.opener + ",".join([*self.elements, "".join(self.pieces)])
+
+    def closed(self) -> str:
+        if self.opener != "{" or self.raw:
+            return self.written() + _CLOSER[self.opener]
+        items = sorted(item.strip() for item in [*self.elements, "".join(self.pieces)])
+        return "{" + ", ".join(items) + "}" if items != [""] else "{}"
+
+
+def _string_end(text: str, start: int, quote: str, limit: int) -> int:
+    """Where the string literal whose opening ``quote`` is at ``start`` ends (past its closing quote); -1 if it
+    does not before ``limit``."""
+    pos = start + 1
+    while True:
+        end = text.find(quote, pos, limit)
+        if end < 0:
+            return -1
+        escapes = end
+        while escapes > pos and text[escapes - 1] == "\\":
+            escapes -= 1
+        if (end - escapes) % 2 == 0:
+            return end + 1
+        pos = end + 1
+
+
+def _opens_string(text: str, at: int) -> bool:
+    """A quote opens a string literal where a repr would put one: not inside a word (``can't``)."""
+    return at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_")
+
+
+class _BraceSorter:
+    """One left-to-right scan of a text, sorting each brace group's top-level elements as it closes."""
+
+    def __init__(self, text: str, limit: int) -> None:
+        self.text, self.limit, self.out, self.shown, self.stack = text, limit, [], 0, []
+        self.unclosed: set = set()  # quote characters that no later quote closes
+        self.deep = 0  # brackets opened past _MAX_DEPTH: kept as written
+
+    def _emit(self, piece: str) -> None:
+        if self.stack:
+            self.stack[-1].pieces.append(piece)
+        else:
+            self.out.append(piece)
+            self.shown += len(piece)
+
+    def run(self, keep: int) -> str:
+        text, pos = self.text, 0
+        while pos < len(text):
+            if not self.stack:  # a group that would start past what the caller keeps is left alone
+                start = text.find("{", pos, pos + max(0, keep - self.shown))
+                self._emit(text[pos:] if start < 0 else text[pos:start])
+                if start < 0:
+                    break
+                self.stack.append(_Group("{"))
+                pos = start + 1
+                continue
+            m = _STRUCTURE.search(text, pos, self.limit)
+            self._emit(text[pos:m.start() if m else len(text)])
+            if m is None:
+                break
+            pos = self._token(m.group(), m.start())
+        while self.stack:  # brackets never closed (or still open at the limit): as written
+            self._emit(self.stack.pop().written())
+        return "".join(self.out)
+
+    def _token(self, char: str, at: int) -> int:
+        """Take the structural character at ``at``; return where the scan goes on."""
+        top = self.stack[-1]
+        if char in "'\"":
+            return self._quote(char, at)
+        if char in _CLOSER and (self.deep or len(self.stack) >= _MAX_DEPTH):
+            self.deep += 1
+            top.pieces.append(char)
+        elif char in _CLOSER:
+            self.stack.append(_Group(char))
+        elif char == "," and top.opener == "{" and not self.deep:
+            top.elements.append("".join(top.pieces))
+            top.pieces = []
+        elif char != "," and not self.deep and _CLOSER[top.opener] == char:
+            self.stack.pop()
+            self._emit(top.closed())
+        else:  # a comma below a brace's top level, a closer that matches no open bracket
+            self.deep -= 1 if self.deep and char != "," else 0
+            top.pieces.append(char)
+        return at + 1
+
+    def _quote(self, quote: str, at: int) -> int:
+        """A string literal, where commas and brackets do not count, is skipped with one ``find``."""
+        opens = quote not in self.unclosed and _opens_string(self.text, at)
+        end = _string_end(self.text, at, quote, self.limit) if opens else -1
+        if opens and end < 0:
+            self.unclosed.add(quote)
+            for group in self.stack:  # sorted, it could move this quote before another that would close it
+                group.raw = True
+        self.stack[-1].pieces.append(quote if end < 0 else self.text[at:end])
+        return at + 1 if end < 0 else end
+
+
+def sort_brace_groups(text: str, keep: Optional[int] = None) -> str:
+    """``text`` with each ``{...}`` group's top-level elements sorted: the repr of a set, or of a dict built
+    from one, follows the hash seed of the process that made it. Linear: one scan, a string literal skipped at
+    once, brackets past _MAX_DEPTH kept as written. A group that would start past the first ``keep`` characters
+    of the result is left alone; one still open _SORT_LIMIT characters in keeps its order."""
+    if "{" not in text:
+        return text
+    return _BraceSorter(text, min(len(text), _SORT_LIMIT)).run(len(text) if keep is None else keep)
+
+
+def normalise(text: str, keep: Optional[int] = None) -> str:
+    """Replace what varies between runs of the same failure: addresses, ids, temporary paths, numbers, and
+    the order of a set's elements (``keep``: the caller keeps only that many characters)."""
     text = ANSI.sub("", text)
     text = _ADDR.sub("<addr>", text)
     text = _UUID.sub("<uuid>", text)
@@ -60,7 +185,7 @@ def normalise(text: str) -> str:
     text = _WORKER.sub("gw<N>", text)
     text = _DIMS.sub(lambda m: "x".join("<N>" for _ in m.group().split("x")), text)
     text = _NUMBER.sub("<N>", text)
-    return text
+    return sort_brace_groups(text, keep)
 
 
 def first_line(text: str) -> str:
@@ -88,7 +213,7 @@ def signature_from_message(message: Optional[str], default_type: str = "") -> Op
         exc_type, rest = "XPASS(strict)", line[len("[XPASS(strict)]"):].strip()
     else:
         exc_type, rest = default_type, line
-    rest = normalise(rest).strip()
+    rest = normalise(rest.strip(), _SIGNATURE_BUDGET).strip()
     sig = f"{exc_type}: {rest}" if exc_type and rest else (exc_type or rest)
     if len(sig) > _SIGNATURE_BUDGET:
         sig = sig[: _SIGNATURE_BUDGET - 3] + "..."

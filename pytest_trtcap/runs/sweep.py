@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shlex
 import sys
 import warnings
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
@@ -114,11 +115,28 @@ def check_pytest_args(args: Sequence[str]) -> None:
     for arg in args:
         for opt in _RESERVED:
             if arg == opt or arg.startswith(opt + "="):
-                raise UsageError(f"{opt} is set by trtcap sweep for each arm; remove it from the pytest arguments")
+                raise UsageError(f"{opt} is set by trtcap sweep for each arm; remove it")
         for opt in _NEED_CACHE:
             if arg == opt or arg.startswith(opt + "="):
                 raise UsageError(f"{opt} needs pytest's cache, which trtcap sweep turns off for each arm "
                                  "(one arm's failures must not choose another arm's tests); remove it")
+
+
+def check_addopts(env: Mapping[str, str]) -> None:
+    """What :func:`check_pytest_args` refuses after ``--`` is refused in ``PYTEST_ADDOPTS`` too: every arm's pytest
+    splits it as a shell would and reads it before its command line. The usage error names it and its value."""
+    value = env.get("PYTEST_ADDOPTS")
+    if not value:
+        return
+    where = f"PYTEST_ADDOPTS={value!r}"
+    try:
+        args = shlex.split(value)
+    except ValueError as exc:  # an unbalanced quote: pytest cannot split it either
+        raise UsageError(f"{where}: pytest cannot split it ({exc})") from None
+    try:
+        check_pytest_args(args)
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}") from None
 
 
 def _diff_class(outcomes: List[Optional[str]], entries: List[Optional[Mapping[str, Any]]]) -> Optional[str]:
@@ -172,6 +190,7 @@ def arm_differences(
         if cls is not None:
             buckets[cls].append({
                 "nodeid": nodeid, "class": cls, "outcomes": by_arm, "reasons": _reasons(arms, entries),
+                "line": next((e.get("line") for e in entries if e is not None and e.get("line")), None),
                 "signatures": {
                     a: (e.get("signature") if e is not None else None) for a, e in zip(arms, entries, strict=True)
                 },
@@ -228,6 +247,7 @@ def run_sweep(
     cwd: Optional[str] = None,
 ) -> Dict[str, Any]:
     check_pytest_args(pytest_args)
+    check_addopts(os.environ if env is None else env)
     progress = progress or Progress()
     records = []
     with claim_out_dir(out_dir):

@@ -28,7 +28,7 @@ COUNTS = ("collected", "deselected")
 PYTEST_FIELDS: Dict[str, Tuple[type, ...]] = {"version": _STR, "rootdir": _STR, "exitstatus": _INT, "returncode": _INT}
 PYTEST_LISTS = ("args", "command")
 ENTRY_FIELDS: Dict[str, Tuple[type, ...]] = {
-    "signature": _STR, "reason": _STR, "when": _STR, "duration": _NUM,
+    "signature": _STR, "reason": _STR, "when": _STR, "duration": _NUM, "line": _INT,
 }
 
 
@@ -91,6 +91,8 @@ def check_entry(path: Any, nodeid: str, entry: Any) -> None:
         )
     for name, types in ENTRY_FIELDS.items():
         _check(path, f"{where}: {name!r}", entry.get(name), types)
+    if of_type(entry.get("line"), _INT) and entry["line"] < 1:
+        raise RecordError(path, f"{where}: 'line' must be 1 or more (got {entry['line']})")
     if entry.get("when") is not None and entry["when"] not in WHENS:
         raise RecordError(path, f"{where}: invalid 'when' {entry['when'][:40]!r} (expected one of {', '.join(WHENS)})")
     _check_strings(path, f"{where}: 'categories'", entry.get("categories"))
