@@ -252,15 +252,16 @@ def check_builder_config() -> None:
     from torch_tensorrt.dynamo.conversion import TRTInterpreter
 
     seen: list = []
-    wrapped = TRTInterpreter._populate_trt_builder_config  # the guards' wrapper, installed by guards.installed()
-
-    def spy(self, *args, **kwargs):
-        config = wrapped(self, *args, **kwargs)
-        seen.append(tuple(config.get_compute_capability(i).name for i in range(config.num_compute_capabilities)))
-        return config
-
     model, x = torch.nn.Sequential(torch.nn.Linear(8, 4)).eval().half().cuda(), torch.randn(2, 8).half().cuda()
     with guards.installed():
+        wrapped = TRTInterpreter._populate_trt_builder_config  # the guards' wrapper, installed just now
+        check("builder: the guards wrap the builder config", guards.builder_targets_installed())
+
+        def spy(self, *args, **kwargs):
+            config = wrapped(self, *args, **kwargs)
+            seen.append(tuple(config.get_compute_capability(i).name for i in range(config.num_compute_capabilities)))
+            return config
+
         TRTInterpreter._populate_trt_builder_config = spy
         try:
             for declared, expect in ((None, ("CURRENT",)), ("7.5", ("SM75",)), ("8.9", ("SM89",)),
