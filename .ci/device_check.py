@@ -294,6 +294,8 @@ def _sweep_examples(hide_device: bool) -> tuple:
         check(f"examples sweep ({where}): a JSON report", False, f"exit {run.returncode}")
     for arm in summary["arms"]:
         print(f"    | {where}: arm {arm['arm']}: {arm['result']}, {arm['counts']}")
+        if arm.get("stderr_tail"):
+            print(textwrap.indent(str(arm["stderr_tail"])[-3000:], f"    | {where}: arm {arm['arm']} stderr: "))
     diffs = sorted((d["class"], d["nodeid"]) for d in summary["differences"])
     for cls, nodeid in diffs:
         print(f"    | {where}: {cls}: {nodeid}")
