@@ -279,7 +279,8 @@ def check_builder_config() -> None:
 
 def _sweep_examples(hide_device: bool) -> tuple:
     """The examples' sweep on this host, or as a CPU runner sees it (the device hidden); its arm differences."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ALIAS), str(ROOT)]))
+    paths = [str(ALIAS), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]  # Torch-TensorRT's site too
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     if hide_device:
         env["CUDA_VISIBLE_DEVICES"] = ""
     with tempfile.TemporaryDirectory() as out:
