@@ -359,3 +359,112 @@ def test_real():
     result = pytester.runpytest("--trtcap-needs-gpu", "skip")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["needs a GPU: 1 (cuda-init: 1)"])
+
+
+HANDLED_BY_THE_TEST = '''
+import pytest
+import torch
+from torch import nn
+
+from project_helpers import model_on_the_device
+
+
+def test_fallback_shape_bug():
+    model = nn.Linear(4, 2)
+    try:
+        model = model.cuda()
+    except RuntimeError:
+        model(torch.ones(3, 5))            # a genuine shape bug on the CPU path
+
+
+def test_fallback_numeric_bug():
+    try:
+        torch.ones(3, device="cuda")
+    except RuntimeError:
+        torch.testing.assert_close(torch.ones(3) * 2, torch.ones(3))
+
+
+def test_conftest_helpers_fallback_bug(to_the_device):
+    to_the_device(nn.Linear(4, 2))
+
+
+def test_project_helpers_fallback_bug():
+    model_on_the_device(nn.Linear(4, 2))
+
+
+def test_plain_cuda():
+    nn.Linear(4, 2).cuda()
+
+
+def test_explicit_cause():
+    try:
+        torch.ones(3, device="cuda")
+    except RuntimeError as e:
+        raise ValueError("could not set up the model") from e
+'''
+
+HANDLING_HELPER = '''
+import torch
+
+
+def model_on_the_device(model):
+    """A project helper whose own except runs a CPU fallback with a bug in it."""
+    try:
+        return model.cuda()
+    except RuntimeError:
+        return model(torch.ones(3, 5))
+'''
+
+CONFTEST_HELPER = HANDLING_HELPER + '''
+
+import pytest
+
+
+@pytest.fixture
+def to_the_device():
+    return model_on_the_device
+'''
+
+IMPORT_HANDLED_BY_THE_MODULE = '''
+import torch
+
+try:
+    MAJOR = torch.cuda.get_device_capability()[0]
+except RuntimeError:
+    LAYER = torch.nn.Linear(4, -1)
+
+
+def test_never_collected():
+    pass
+'''
+
+
+def test_a_failure_raised_while_the_tests_own_except_handles_a_device_error_stays_a_failure(
+    pytester: pytest.Pytester,
+) -> None:
+    """Only the library's own ``except`` makes the device error count through the implicit chain: the test's,
+    its conftest's or project's helper's and its module's ``except`` running into a genuine bug are failures (and
+    a collection error), while a plain device error and an explicit ``raise ... from`` are still skipped."""
+    pytester.makeconftest(CONFTEST_HELPER)
+    pytester.makepyfile(test_handled=HANDLED_BY_THE_TEST, test_import_handled=IMPORT_HANDLED_BY_THE_MODULE,
+                        project_helpers=HANDLING_HELPER)
+    # A subprocess: where torch_tensorrt was imported before, the guards answer the module's device query.
+    result = pytester.runpytest_subprocess("--trtcap-needs-gpu", "skip", "-rA", "-vv", "-p", "no:randomly",
+                                           "--continue-on-collection-errors")
+    outcomes = dict(line.split()[:2] for line in result.outlines if line.startswith("test_handled.py::"))
+    assert outcomes == {
+        "test_handled.py::test_fallback_shape_bug": "FAILED",
+        "test_handled.py::test_fallback_numeric_bug": "FAILED",
+        "test_handled.py::test_conftest_helpers_fallback_bug": "FAILED",
+        "test_handled.py::test_project_helpers_fallback_bug": "FAILED",
+        "test_handled.py::test_plain_cuda": "SKIPPED",
+        "test_handled.py::test_explicit_cause": "SKIPPED",
+    }, result.outlines
+    result.assert_outcomes(failed=4, skipped=2, errors=1)
+    result.stdout.fnmatch_lines([
+        "ERROR test_import_handled.py - RuntimeError: Trying to create tensor with negative *",
+        "FAILED test_handled.py::test_fallback_shape_bug - RuntimeError: mat1 and mat2 shapes cannot be multiplied*",
+        "FAILED test_handled.py::test_fallback_numeric_bug - AssertionError: Tensor-likes are not close!*",
+    ])
+    result.stdout.fnmatch_lines(["needs a GPU: 2 (cuda-init: 2)"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
