@@ -468,3 +468,69 @@ def test_a_failure_raised_while_the_tests_own_except_handles_a_device_error_stay
     ])
     result.stdout.fnmatch_lines(["needs a GPU: 2 (cuda-init: 2)"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+UNITTEST_SEVERAL_ERRORS = '''
+import unittest
+
+import torch
+
+
+class TestTearDownFails(unittest.TestCase):
+    def tearDown(self):
+        self.assertEqual(len(torch.ones(3)), 2)
+
+    def test_needs_a_gpu(self):
+        torch.ones(1).cuda()
+
+
+class TestCleanupFails(unittest.TestCase):
+    def setUp(self):
+        self.addCleanup(lambda: self.assertEqual(len(torch.ones(4)), 2))
+        torch.ones(1).cuda()
+
+    def test_never_runs(self):
+        pass
+
+
+class TestEveryErrorNeedsAGpu(unittest.TestCase):
+    def tearDown(self):
+        torch.cuda.synchronize()
+
+    def test_needs_a_gpu(self):
+        torch.zeros(1, device="cuda")
+
+
+class TestSubTests(unittest.TestCase):
+    def test_subtests(self):
+        with self.subTest("cpu"):
+            self.assertEqual(len(torch.ones(5)), 2)
+        with self.subTest("gpu"):
+            torch.ones(1).cuda()
+'''
+
+
+def test_a_unittest_test_is_converted_only_when_every_error_it_reports_needs_a_gpu(pytester: pytest.Pytester) -> None:
+    """unittest runs the body, ``tearDown`` and the cleanups in one go; pytest reports the first error in the call
+    and keeps the others on the item. A genuine failure among them keeps the call a failure; a teardown error
+    stays an error as always. (Whatever the pytest version: 8.x ends a test at its first failing subTest, 9.x
+    reports each subTest apart.)"""
+    pytester.makepyfile(test_unittest_errors=UNITTEST_SEVERAL_ERRORS)
+    result = pytester.runpytest("--trtcap-needs-gpu", "skip", "-p", "no:randomly")
+    outcomes = _outcomes(result)
+    assert outcomes["test_unittest_errors.py::TestTearDownFails::test_needs_a_gpu"] == "failed"
+    assert outcomes["test_unittest_errors.py::TestCleanupFails::test_never_runs"] == "failed"
+    assert outcomes["test_unittest_errors.py::TestEveryErrorNeedsAGpu::test_needs_a_gpu"] == "skipped"
+    failed = [(rep.nodeid.split("::", 1)[1], rep.when, rep.longreprtext)
+              for rep in result.reprec.getreports("pytest_runtest_logreport") if rep.failed]  # type: ignore[attr-defined]
+
+    def failed_with(test: str, when: str, error: str) -> bool:
+        return any(name == test and at == when and error in text for name, at, text in failed)
+
+    assert failed_with("TestTearDownFails::test_needs_a_gpu", "call", "RuntimeError: Found no NVIDIA driver")
+    assert failed_with("TestCleanupFails::test_never_runs", "call", "RuntimeError: Found no NVIDIA driver")
+    # Each later error is reported in teardown, as without the setting.
+    assert failed_with("TestTearDownFails::test_needs_a_gpu", "teardown", "AssertionError: 3 != 2")
+    assert failed_with("TestCleanupFails::test_never_runs", "teardown", "AssertionError: 4 != 2")
+    assert failed_with("TestEveryErrorNeedsAGpu::test_needs_a_gpu", "teardown", "RuntimeError: Found no NVIDIA driver")
+    assert failed_with("TestSubTests::test_subtests", "call", "AssertionError: 5 != 2")  # 9.x: a subtest's report
