@@ -40,12 +40,24 @@ def _skip(report: Any, found: NeedsGpu, rootpath: str, fallback: Tuple[str, Opti
     report.longrepr = (str(path), lineno, "Skipped: " + found.reason(rootpath))
 
 
+def _every_other_error_needs_a_gpu(item: pytest.Item) -> bool:
+    """unittest runs a test's body, ``tearDown`` and cleanups in one call; pytest reports the first error there
+    and keeps the others on the item (``_excinfo``, reported at teardown). The test is converted only when every
+    failure it reports needs a GPU: a skip or an xfail among them is no failure."""
+    for excinfo in item.__dict__.get("_excinfo") or ():
+        value = getattr(excinfo, "value", None)
+        if not isinstance(value, (pytest.skip.Exception, pytest.xfail.Exception)) and _needs_gpu(excinfo) is None:
+            return False
+    return True
+
+
 def convert_test_report(report: pytest.TestReport, call: pytest.CallInfo, item: pytest.Item) -> None:
-    """A failed setup or call whose exception needs a GPU: reported as skipped (teardown failures stay)."""
+    """A failed setup or call whose exception needs a GPU, as does every other error the test reports: reported
+    as skipped (teardown failures stay)."""
     if not report.failed or report.when not in ("setup", "call"):
         return
     found = _needs_gpu(call.excinfo)
-    if found is not None:
+    if found is not None and _every_other_error_needs_a_gpu(item):
         path, lineno, _ = item.reportinfo()
         _skip(report, found, str(item.config.rootpath), (str(path), None if lineno is None else lineno + 1))
         # The call now holds the skip as well (as pytest's unittest support does for SkipTest), so that --pdb

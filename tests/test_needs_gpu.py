@@ -184,6 +184,74 @@ def test_a_python_error_while_handling_a_device_error_is_a_failure() -> None:
     assert _signature(exc) is None
 
 
+def test_a_torch_error_raised_while_the_tests_own_except_handles_a_device_error_is_a_failure() -> None:
+    """A genuine CPU-path bug (a shape error torch raises) in the fallback the test's ``except`` runs: the test
+    handled the device error, so what follows is the test's failure, however deep in torch it was raised."""
+    def fallback() -> None:
+        model = torch.nn.Linear(4, 2)
+        try:
+            model = model.cuda()
+        except RuntimeError:
+            model(torch.ones(3, 5))
+
+    exc = _raised(fallback)
+    assert "shapes cannot be multiplied" in str(exc) and exc.__context__ is not None
+    assert _signature(exc.__context__) == "cuda-init"  # the device error is there, in the implicit chain
+    assert _signature(exc) is None
+
+
+def test_torchs_assertion_raised_while_the_tests_own_except_handles_a_device_error_is_a_failure() -> None:
+    def fallback() -> None:
+        try:
+            torch.ones(3, device="cuda")
+        except RuntimeError:
+            torch.testing.assert_close(torch.ones(3) * 2, torch.ones(3))
+
+    exc = _raised(fallback)
+    assert isinstance(exc, AssertionError) and exc.__context__ is not None
+    assert _signature(exc) is None
+
+
+def _library_function(module: str, source: str, tmp_path: Path) -> Callable[..., Any]:
+    """``run`` defined in a module named ``module`` (a frame of that package, as the classifier reads frames)."""
+    path = tmp_path / (module.replace(".", "_") + ".py")
+    path.write_text(source, encoding="utf-8")
+    namespace: dict = {"__name__": module, "torch": torch}
+    exec(compile(source, str(path), "exec"), namespace)
+    return namespace["run"]
+
+
+RE_RAISES = """
+def run(then=None):
+    try:
+        torch.zeros(1, device="cuda")
+    except RuntimeError:
+        if then is not None:
+            return then()
+        raise ValueError("could not set up the engine's device")
+"""
+
+
+def test_a_library_that_handles_a_device_error_and_raises_anew_still_needs_a_gpu(tmp_path: Path) -> None:
+    """torch_tensorrt's own ``except`` turned the device error into another error: the device error counts."""
+    run = _library_function("torch_tensorrt._trtcap_test_reraises", RE_RAISES, tmp_path)
+    exc = _raised(lambda: run())
+    lineno = sys._getframe().f_lineno - 1
+    found = needs_gpu.classify(exc)
+    assert isinstance(exc, ValueError) and exc.__cause__ is None
+    assert found is not None and found.signature.name == "cuda-init"
+    assert (found.path, found.lineno) == (HERE, lineno)  # the test's line, not the library's
+
+
+def test_the_tests_code_run_by_a_librarys_except_decides_the_failure(tmp_path: Path) -> None:
+    """A library's ``except`` that calls back into the test's code: the error that code raises (here a shape
+    error torch raises for it) is the test's failure, not the device error the library was handling."""
+    run = _library_function("torch_tensorrt._trtcap_test_calls_back", RE_RAISES, tmp_path)
+    exc = _raised(lambda: run(then=lambda: torch.nn.Linear(4, 2)(torch.ones(3, 5))))
+    assert "shapes cannot be multiplied" in str(exc) and exc.__context__ is not None
+    assert _signature(exc) is None
+
+
 @pytest.mark.parametrize("exc", [AssertionError("3 != 2 : The graph should have 2 non-accelerated subgraphs"),
                                  TypeError("unsupported operand"), ValueError("bad"), KeyboardInterrupt()])
 def test_other_errors_are_failures(exc: BaseException) -> None:

@@ -359,3 +359,179 @@ def test_real():
     result = pytester.runpytest("--trtcap-needs-gpu", "skip")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["needs a GPU: 1 (cuda-init: 1)"])
+
+
+HANDLED_BY_THE_TEST = '''
+import pytest
+import torch
+from torch import nn
+
+from project_helpers import model_on_the_device
+
+
+def test_fallback_shape_bug():
+    model = nn.Linear(4, 2)
+    try:
+        model = model.cuda()
+    except RuntimeError:
+        model(torch.ones(3, 5))            # a genuine shape bug on the CPU path
+
+
+def test_fallback_numeric_bug():
+    try:
+        torch.ones(3, device="cuda")
+    except RuntimeError:
+        torch.testing.assert_close(torch.ones(3) * 2, torch.ones(3))
+
+
+def test_conftest_helpers_fallback_bug(to_the_device):
+    to_the_device(nn.Linear(4, 2))
+
+
+def test_project_helpers_fallback_bug():
+    model_on_the_device(nn.Linear(4, 2))
+
+
+def test_plain_cuda():
+    nn.Linear(4, 2).cuda()
+
+
+def test_explicit_cause():
+    try:
+        torch.ones(3, device="cuda")
+    except RuntimeError as e:
+        raise ValueError("could not set up the model") from e
+'''
+
+HANDLING_HELPER = '''
+import torch
+
+
+def model_on_the_device(model):
+    """A project helper whose own except runs a CPU fallback with a bug in it."""
+    try:
+        return model.cuda()
+    except RuntimeError:
+        return model(torch.ones(3, 5))
+'''
+
+CONFTEST_HELPER = HANDLING_HELPER + '''
+
+import pytest
+
+
+@pytest.fixture
+def to_the_device():
+    return model_on_the_device
+'''
+
+IMPORT_HANDLED_BY_THE_MODULE = '''
+import torch
+
+try:
+    MAJOR = torch.cuda.get_device_capability()[0]
+except RuntimeError:
+    LAYER = torch.nn.Linear(4, -1)
+
+
+def test_never_collected():
+    pass
+'''
+
+
+def test_a_failure_raised_while_the_tests_own_except_handles_a_device_error_stays_a_failure(
+    pytester: pytest.Pytester,
+) -> None:
+    """Only the library's own ``except`` makes the device error count through the implicit chain: the test's,
+    its conftest's or project's helper's and its module's ``except`` running into a genuine bug are failures (and
+    a collection error), while a plain device error and an explicit ``raise ... from`` are still skipped."""
+    pytester.makeconftest(CONFTEST_HELPER)
+    pytester.makepyfile(test_handled=HANDLED_BY_THE_TEST, test_import_handled=IMPORT_HANDLED_BY_THE_MODULE,
+                        project_helpers=HANDLING_HELPER)
+    # A subprocess: where torch_tensorrt was imported before, the guards answer the module's device query.
+    result = pytester.runpytest_subprocess("--trtcap-needs-gpu", "skip", "-rA", "-vv", "-p", "no:randomly",
+                                           "--continue-on-collection-errors")
+    outcomes = dict(line.split()[:2] for line in result.outlines if line.startswith("test_handled.py::"))
+    assert outcomes == {
+        "test_handled.py::test_fallback_shape_bug": "FAILED",
+        "test_handled.py::test_fallback_numeric_bug": "FAILED",
+        "test_handled.py::test_conftest_helpers_fallback_bug": "FAILED",
+        "test_handled.py::test_project_helpers_fallback_bug": "FAILED",
+        "test_handled.py::test_plain_cuda": "SKIPPED",
+        "test_handled.py::test_explicit_cause": "SKIPPED",
+    }, result.outlines
+    result.assert_outcomes(failed=4, skipped=2, errors=1)
+    result.stdout.fnmatch_lines([  # each error as it is: the collection error first, then the failures in order
+        "*ERROR collecting test_import_handled.py*",
+        "E *RuntimeError: Trying to create tensor with negative dimension*",
+        "*test_fallback_shape_bug*", "E *RuntimeError: mat1 and mat2 shapes cannot be multiplied*",
+        "*test_fallback_numeric_bug*", "E *AssertionError: Tensor-likes are not close!*",
+    ])
+    result.stdout.fnmatch_lines(["needs a GPU: 2 (cuda-init: 2)"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+UNITTEST_SEVERAL_ERRORS = '''
+import unittest
+
+import torch
+
+
+class TestTearDownFails(unittest.TestCase):
+    def tearDown(self):
+        self.assertEqual(len(torch.ones(3)), 2)
+
+    def test_needs_a_gpu(self):
+        torch.ones(1).cuda()
+
+
+class TestCleanupFails(unittest.TestCase):
+    def setUp(self):
+        self.addCleanup(lambda: self.assertEqual(len(torch.ones(4)), 2))
+        torch.ones(1).cuda()
+
+    def test_never_runs(self):
+        pass
+
+
+class TestEveryErrorNeedsAGpu(unittest.TestCase):
+    def tearDown(self):
+        torch.cuda.synchronize()
+
+    def test_needs_a_gpu(self):
+        torch.zeros(1, device="cuda")
+
+
+class TestSubTests(unittest.TestCase):
+    def test_subtests(self):
+        with self.subTest("cpu"):
+            self.assertEqual(len(torch.ones(5)), 2)
+        with self.subTest("gpu"):
+            torch.ones(1).cuda()
+'''
+
+
+def test_a_unittest_test_is_converted_only_when_every_error_it_reports_needs_a_gpu(pytester: pytest.Pytester) -> None:
+    """unittest runs the body, ``tearDown`` and the cleanups in one go; pytest reports the first error in the call
+    and keeps the others on the item. A genuine failure among them keeps the call a failure; a teardown error
+    stays an error as always. (Whatever the pytest version: 8.x ends a test at its first failing subTest, 9.x
+    reports each subTest apart.)"""
+    pytester.makepyfile(test_unittest_errors=UNITTEST_SEVERAL_ERRORS)
+    result = pytester.runpytest("--trtcap-needs-gpu", "skip", "-p", "no:randomly")
+    outcomes = _outcomes(result)
+    assert outcomes["test_unittest_errors.py::TestTearDownFails::test_needs_a_gpu"] == "failed"
+    assert outcomes["test_unittest_errors.py::TestCleanupFails::test_never_runs"] == "failed"
+    assert outcomes["test_unittest_errors.py::TestEveryErrorNeedsAGpu::test_needs_a_gpu"] == "skipped"
+    failed = [(rep.nodeid.split("::", 1)[1], rep.when, rep.longreprtext)
+              for rep in result.reprec.getreports("pytest_runtest_logreport") if rep.failed]  # type: ignore[attr-defined]
+
+    def failed_with(test: str, when: str, error: str) -> bool:
+        return any(name == test and at == when and error in text for name, at, text in failed)
+
+    assert failed_with("TestTearDownFails::test_needs_a_gpu", "call", "RuntimeError: Found no NVIDIA driver")
+    assert failed_with("TestCleanupFails::test_never_runs", "call", "RuntimeError: Found no NVIDIA driver")
+    # Each later error is reported in teardown, as without the setting.
+    assert failed_with("TestTearDownFails::test_needs_a_gpu", "teardown", "AssertionError: 3 != 2")
+    assert failed_with("TestCleanupFails::test_never_runs", "teardown", "AssertionError: 4 != 2")
+    assert failed_with("TestEveryErrorNeedsAGpu::test_needs_a_gpu", "teardown", "RuntimeError: Found no NVIDIA driver")
+    assert failed_with("TestSubTests::test_subtests", "call", "AssertionError: 5 != 2")  # 9.x: a subtest's report

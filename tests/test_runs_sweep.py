@@ -222,3 +222,33 @@ def render_text(result, monkeypatch):
     out = io.StringIO()
     render.render(result, "table", out)
     return out.getvalue()
+
+
+FALLBACK_SUITE = """
+import torch
+
+
+def test_fallback_shape_bug():
+    model = torch.nn.Linear(4, 2)
+    try:
+        model = model.cuda()
+    except RuntimeError:
+        model(torch.ones(3, 5))
+
+
+def test_plain_cuda():
+    torch.nn.Linear(4, 2).cuda()
+"""
+
+
+def test_sweep_counts_a_bug_in_the_tests_own_device_fallback_as_a_failure_not_a_gpu_skip(tmp_path):
+    """Under --trtcap-needs-gpu skip only the plain device error is a needs-a-GPU skip on each arm; the genuine
+    bug the test's except ran into is each arm's failure."""
+    pytest.importorskip("torch")
+    suite = make_suite(tmp_path, {"test_fallback.py": FALLBACK_SUITE})
+    proc = trtcap("sweep", "--arms", "7.5,8.9", "--out", "o", "-q", "--format", "json", "--",
+                  "--trtcap-needs-gpu", "skip", "-p", "no:randomly", cwd=suite)
+    result = json.loads(proc.stdout)
+    assert result["result"] == "COMPLETE", proc.stderr
+    for arm in result["arms"]:
+        assert (arm["counts"]["failed"], arm["counts"]["skipped"], arm["needs_gpu"]) == (1, 1, 1), arm
