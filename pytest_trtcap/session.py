@@ -171,10 +171,17 @@ class SessionPlugin:
             raise
         self._flush_fixture_leaks(item, leaks)
         errors = [report_leak(item, subject, what, strict) for subject, what in leaks]
+        failures = self._entry_failures()
+        if failures:  # a project's entry failed while this test was held or restored: its error, after the teardown
+            pytest.fail("\n".join(failures), pytrace=False)
         error = next((e for e in errors if e is not None), None)
         if error is not None:
             raise error
         return result
+
+    def _entry_failures(self) -> List[str]:
+        isolation = self.state.isolation
+        return isolation.take_failures() if isolation is not None else []
 
     def _flush_fixture_leaks(self, item: pytest.Item, leaks: List[Any]) -> None:
         for subject, what in self.fixture_leaks:
@@ -261,11 +268,12 @@ class SessionPlugin:
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if getattr(config, "workerinput", None) is None and exitstatus != pytest.ExitCode.USAGE_ERROR:
-            if not self._may_have_news():  # a refused setting ran nothing: nothing to claim
+            failures = self._entry_failures()  # failed with no test left to report them on (torn down at the end)
+            if not failures and not self._may_have_news():  # a refused setting ran nothing: nothing to claim
                 return
             from .report_lines import summary_lines
 
-            lines = summary_lines(self, loaded_registry())
+            lines = failures + summary_lines(self, loaded_registry())
             if lines:
                 terminalreporter.write_sep("-", "trtcap")
                 for line in lines:
