@@ -160,3 +160,73 @@ def test_an_isolated_state_entry_that_fails_is_one_error_on_its_test_and_the_ses
     assert "PASSED test_entry.py::test_two" in output
     for broken in ("Traceback", "INTERNALERROR", "not torn down properly"):
         assert broken not in output, output
+
+
+SESSION_FIXTURE_NEVER_UNDONE = '''
+import pytest
+import conftest
+
+
+@pytest.fixture(scope="session")
+def changes_for_the_session():
+    conftest.STATE["n"] += 1
+    yield
+
+
+def test_one(changes_for_the_session):
+    conftest.STATE["n"] += 1
+    pytest.exit("stopped here")
+
+
+def test_two(changes_for_the_session):
+    pass
+'''
+
+
+def test_an_entry_that_fails_once_a_stopped_session_ends_is_named_in_the_summary(pytester: pytest.Pytester) -> None:
+    """A session stopped inside a test (pytest.exit, Ctrl-C) restores that test and ends its fixtures after the
+    last teardown: a failed restore then has no test to be reported on, and is named in the summary instead of
+    ending the session in a traceback."""
+    pytester.makeconftest(BROKEN_ENTRY.format(snapshot_raises=False, restore_raises=True, compare_raises=False))
+    pytester.makepyfile(test_entry=SESSION_FIXTURE_NEVER_UNDONE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, output
+    result.stdout.fnmatch_lines(["*! _pytest.outcomes.Exit: stopped here !*"])
+    result.stdout.fnmatch_lines(["*- trtcap -*", "trtcap: hook pytest_trtcap_isolated_state in *conftest.py: "
+                                 "entry 'counter': restore() raised RuntimeError('no restore') at *conftest.py:*"])
+    assert "Traceback" not in output and "INTERNALERROR" not in output, output
+
+
+TEARDOWN_ALSO_FAILS = '''
+import pytest
+import conftest
+
+
+@pytest.fixture
+def fails_in_teardown():
+    yield
+    raise RuntimeError("its own teardown error")
+
+
+def test_one(fails_in_teardown):
+    conftest.STATE["n"] += 1
+
+
+def test_two():
+    pass
+'''
+
+
+def test_an_entry_that_fails_beside_a_teardown_error_is_not_blamed_on_the_next_test(
+        pytester: pytest.Pytester) -> None:
+    """The teardown's own error is the one its test shows; the entry's error is named in the summary, never
+    reported on the next test, which passes."""
+    pytester.makeconftest(BROKEN_ENTRY.format(snapshot_raises=False, restore_raises=True, compare_raises=False))
+    pytester.makepyfile(test_entry=TEARDOWN_ALSO_FAILS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-rA", "-vv")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["ERROR test_entry.py::test_one - RuntimeError: its own teardown error"])
+    result.stdout.fnmatch_lines(["*- trtcap -*", "trtcap: hook pytest_trtcap_isolated_state in *conftest.py: "
+                                 "entry 'counter': restore() raised RuntimeError('no restore') at *conftest.py:*"])
+    assert "PASSED test_entry.py::test_two" in result.stdout.str()
