@@ -61,6 +61,7 @@ class SessionPlugin:
         self.fired_before = _fired()  # guards fired in this process before the session
         self.late_target_hook: Optional[str] = None  # a targets hook found while collecting: the usage error
         self.properties = OwnProperties()  # what this plugin attached to the reports
+        self.unreported: List[str] = []  # project entries' errors no test could be failed with: for the summary
 
     def join(self, item: pytest.Item, when: str) -> None:
         """Registered while ``item`` runs (the session had been dormant). In its body, hold now: nothing held was
@@ -165,6 +166,7 @@ class SessionPlugin:
         try:
             result = yield
         except BaseException:
+            self.unreported.extend(self._entry_failures())  # the teardown's own error is its test's: in the summary
             self._flush_fixture_leaks(item, leaks)
             for subject, what in leaks:
                 report_leak(item, subject, what, strict)  # the teardown's own error is the one to show
@@ -268,7 +270,7 @@ class SessionPlugin:
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if getattr(config, "workerinput", None) is None and exitstatus != pytest.ExitCode.USAGE_ERROR:
-            failures = self._entry_failures()  # failed with no test left to report them on (torn down at the end)
+            failures = self.unreported + self._entry_failures()  # no test to report them on (or one that failed)
             if not failures and not self._may_have_news():  # a refused setting ran nothing: nothing to claim
                 return
             from .report_lines import summary_lines
