@@ -86,6 +86,18 @@ def _raised_at(exc: BaseException) -> str:
     return one_line(f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}")
 
 
+def entry_failure(where: str, label: str, step: str, exc: Exception) -> str:
+    """The error for a ``pytest_trtcap_isolated_state`` entry whose ``snapshot`` or ``restore`` raised, or whose
+    snapshots refuse ``!=`` (``step`` "compare"), naming the hook, the file that returned the entry and its label."""
+    if step == "compare":
+        what = (f"its snapshots cannot be compared with != ({shown(exc)}); return a snapshot that compares by value "
+                "(convert arrays or tensors)")
+    else:
+        what = f"{step}() raised {shown(exc)}{_raised_at(exc)}"
+    return (f"trtcap: hook {ISOLATED_STATE} in {one_line(where)}: entry {shown(label)}: {what}; "
+            "it is no longer held in this session")
+
+
 def first_result(caller: Any, **kwargs: Any) -> Optional[HookResult]:
     """A ``firstresult`` hook's answer with where it came from; None when every implementation passed."""
     return next((found for found in _each(caller, **kwargs) if found.value is not None), None)

@@ -42,25 +42,50 @@ class StateSpec:
     changed: Callable[[Any], bool]  # cheap exact check against a snapshot
     describe: Callable[[Any], List[str]]  # what changed since the snapshot, for the leak report
     available: Callable[[], bool] = lambda: True
+    failure: str = ""  # a project's entry whose code raised: the error to report (``user_spec``)
 
 
 def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None], where: str = "") -> StateSpec:
-    """A spec from ``pytest_trtcap_isolated_state``: compared with ``!=``, reported under its label. A snapshot
-    that refuses the comparison (arrays, tensors: an elementwise result with no truth value) is an error naming the
-    hook, the entry and its file, not a bare one from inside isolation."""
+    """A spec from ``pytest_trtcap_isolated_state``: compared with ``!=``, reported under its label.
+
+    Its ``snapshot``, ``restore`` and comparison are the project's code, called from inside pytest's hooks: one
+    that raises (or snapshots that refuse ``!=``: arrays, tensors) would end the session in a traceback or break
+    pytest's teardown. So each failure is kept on the spec as an error naming the hook, its file and the entry, the
+    entry is held no longer (it answers "unchanged" and is then unavailable), and the session reports the error on
+    the test in progress."""
+    spec = StateSpec(str(label), snapshot, restore, lambda _snap: False, lambda _snap: [f"{label} changed"])
+
+    def failed(step: str, exc: Exception) -> None:
+        from .hook_results import entry_failure
+
+        spec.failure = spec.failure or entry_failure(where, label, step, exc)
+
+    def held_snapshot() -> Any:
+        try:
+            return snapshot()
+        except Exception as exc:  # the project's code: reported, never raised through a pytest hook
+            failed("snapshot", exc)
+            return None
 
     def changed(snap: Any) -> bool:
+        now = held_snapshot()
+        if spec.failure:
+            return False
         try:
-            return bool(snapshot() != snap)
-        except Exception as exc:
-            from .hook_results import ISOLATED_STATE, shown
+            return bool(now != snap)
+        except Exception as exc:  # an elementwise result with no truth value, or a comparison that raises
+            failed("compare", exc)
+            return False
 
-            raise TypeError(
-                f"trtcap: hook {ISOLATED_STATE} in {where}: entry {shown(label)}: its snapshots cannot be compared "
-                f"with != ({shown(exc)}); return a snapshot that compares by value (convert arrays or tensors)"
-            ) from None
+    def held_restore(snap: Any) -> None:
+        try:
+            restore(snap)
+        except Exception as exc:  # the state stays as the test left it; the error says so
+            failed("restore", exc)
 
-    return StateSpec(str(label), snapshot, restore, changed, lambda _snap: [f"{label} changed"])
+    spec.snapshot, spec.changed, spec.restore = held_snapshot, changed, held_restore
+    spec.available = lambda: not spec.failure
+    return spec
 
 
 @dataclass(eq=False)
@@ -91,6 +116,14 @@ class Isolation:
         # True right after a release: the state equals the baselines, and every fixture torn down since is
         # checked by its frame, so the next test's hold need not compare again (one comparison per clean test).
         self.settled = False
+        self.reported: List[int] = []  # id() of the specs whose failure was taken
+
+    def take_failures(self) -> List[str]:
+        """The errors of project entries that failed since the last call, each once: the session reports them on
+        the test in progress."""
+        new = [spec for spec in self.specs if spec.failure and id(spec) not in self.reported]
+        self.reported.extend(id(spec) for spec in new)
+        return [spec.failure for spec in new]
 
     def adopt_new(self) -> None:
         """Baseline every spec that just became available (Torch-TensorRT was imported, wherever that happened).

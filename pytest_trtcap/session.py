@@ -61,6 +61,7 @@ class SessionPlugin:
         self.fired_before = _fired()  # guards fired in this process before the session
         self.late_target_hook: Optional[str] = None  # a targets hook found while collecting: the usage error
         self.properties = OwnProperties()  # what this plugin attached to the reports
+        self.unreported: List[str] = []  # project entries' errors no test could be failed with: for the summary
 
     def join(self, item: pytest.Item, when: str) -> None:
         """Registered while ``item`` runs (the session had been dormant). In its body, hold now: nothing held was
@@ -165,16 +166,24 @@ class SessionPlugin:
         try:
             result = yield
         except BaseException:
+            self.unreported.extend(self._entry_failures())  # the teardown's own error is its test's: in the summary
             self._flush_fixture_leaks(item, leaks)
             for subject, what in leaks:
                 report_leak(item, subject, what, strict)  # the teardown's own error is the one to show
             raise
         self._flush_fixture_leaks(item, leaks)
         errors = [report_leak(item, subject, what, strict) for subject, what in leaks]
+        failures = self._entry_failures()
+        if failures:  # a project's entry failed while this test was held or restored: its error, after the teardown
+            pytest.fail("\n".join(failures), pytrace=False)
         error = next((e for e in errors if e is not None), None)
         if error is not None:
             raise error
         return result
+
+    def _entry_failures(self) -> List[str]:
+        isolation = self.state.isolation
+        return isolation.take_failures() if isolation is not None else []
 
     def _flush_fixture_leaks(self, item: pytest.Item, leaks: List[Any]) -> None:
         for subject, what in self.fixture_leaks:
@@ -261,11 +270,12 @@ class SessionPlugin:
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if getattr(config, "workerinput", None) is None and exitstatus != pytest.ExitCode.USAGE_ERROR:
-            if not self._may_have_news():  # a refused setting ran nothing: nothing to claim
+            failures = self.unreported + self._entry_failures()  # no test to report them on (or one that failed)
+            if not failures and not self._may_have_news():  # a refused setting ran nothing: nothing to claim
                 return
             from .report_lines import summary_lines
 
-            lines = summary_lines(self, loaded_registry())
+            lines = failures + summary_lines(self, loaded_registry())
             if lines:
                 terminalreporter.write_sep("-", "trtcap")
                 for line in lines:
