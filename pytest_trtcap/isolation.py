@@ -47,11 +47,12 @@ class StateSpec:
 def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None], where: str = "") -> StateSpec:
     """A spec from ``pytest_trtcap_isolated_state``: compared with ``!=``, reported under its label. A snapshot
     that refuses the comparison (arrays, tensors: an elementwise result with no truth value) is an error naming the
-    hook, the entry and its file, not a bare one from inside isolation."""
+    hook, the entry and its file, not a bare one from inside isolation. Each snapshot is boxed in a 1-tuple: any
+    value, None included, is a snapshot (a baseline of None means "none taken yet" here)."""
 
     def changed(snap: Any) -> bool:
         try:
-            return bool(snapshot() != snap)
+            return bool(snapshot() != snap[0])
         except Exception as exc:
             from .hook_results import ISOLATED_STATE, shown
 
@@ -60,7 +61,8 @@ def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], 
                 f"with != ({shown(exc)}); return a snapshot that compares by value (convert arrays or tensors)"
             ) from None
 
-    return StateSpec(str(label), snapshot, restore, changed, lambda _snap: [f"{label} changed"])
+    return StateSpec(str(label), lambda: (snapshot(),), lambda snap: restore(snap[0]), changed,
+                     lambda _snap: [f"{label} changed"])
 
 
 @dataclass(eq=False)
