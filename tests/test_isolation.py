@@ -86,8 +86,8 @@ REGISTRY_LEAKS = {
     A + "test_appends_a_registry_dict": "DYNAMO_CONVERTERS.registries: registry added at index 1",
     A + "test_leaks_user_state": "user cache changed",
     A + "test_sets_the_user_flag": "user flag changed",
-    A + "test_edits_the_compilation_settings_in_place": "compilation_settings.use_fp32_acc changed: True, was False",
-    A + "test_edits_the_compilation_settings_then_rebinds_them":
+    A + "test_edits_the_held_settings_in_place": "compilation_settings.use_fp32_acc changed: True, was False",
+    A + "test_edits_the_held_settings_then_rebinds_them":
         "compilation_settings.workspace_size changed: 123, was 0",
     A + "test_registers_a_lowering_pass": "added lowering pass my_pass at index 12",
     A + "test_adds_a_pre_lowering_pass": "added pre-lowering pass my_pre_pass at index 0",
@@ -130,7 +130,7 @@ def test_a_compile_changing_the_settings_is_restored_silently(suite: SuiteRun) -
 
 def test_compilation_settings_edited_in_place_are_named_and_put_back_by_value(suite: SuiteRun) -> None:
     """The validators and the audit read them: an edit of the held object, kept or rebound away, is put back."""
-    assert suite.outcome(A + "test_the_compilation_settings_are_as_before") == "PASSED"
+    assert suite.outcome(A + "test_the_held_settings_are_as_before") == "PASSED"
 
 
 def test_a_user_snapshot_that_is_none_is_held_like_any_other(suite: SuiteRun) -> None:
@@ -552,7 +552,7 @@ def test_a_host_memo_set_by_a_test_is_named_and_put_back(pytester: pytest.Pytest
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--trtcap-needs-gpu",
                                            "skip", "-rA")
     result.assert_outcomes(passed=1, failed=1, skipped=1, warnings=1)
-    result.stdout.fnmatch_lines(["FAILED test_host.py::test_fp32_gemm_with_a_genuine_failure - *genuine*"])
+    result.stdout.fnmatch_lines(["FAILED test_host.py::test_fp32_gemm_with_a_genuine_failure*"])
     result.stdout.fnmatch_lines(["  test_host.py::test_sets_the_host_memo_and_forgets -> "
                                  "guards: host devices (targets._host) set to 7.5, were as probed"])
 
@@ -589,9 +589,10 @@ def test_guards_changed_inside_a_test_come_back_with_their_builder_wrapper_on_on
     [line] = leak_lines
     what = "removed" if call == "uninstall" else "added"
     assert f"TRTInterpreter._populate_trt_builder_config: trtcap_guards' builder wrapper {what}" in line, line
-    assert "Dynamo ATen Converters Registry: " in line and f"(guard {what} x" in line, line
     assert "0x" not in result.stdout.str()
     if "-v" in flags:
-        assert f"aten.mm.default: guard {what}" in line and len(line) > 2000, line
+        assert f"aten.mm.default: guard {what}" in line and "Dynamo ATen Converters Registry" not in line, line
     else:
-        assert "-v lists all" in line and len(line) < 400, line
+        assert re.search(rf"Dynamo ATen Converters Registry: \d+ targets changed \(guard {what} x\d+\): "
+                         r"\S+, \S+, \S+ and \d+ more \(-v lists all\)", line), line
+        assert len(line) < 400, line

@@ -78,16 +78,16 @@ def test_changes_compilation_settings():
     DYNAMO_CONVERTERS.set_compilation_settings(CompilationSettings(torch_executed_ops={aten.relu.default}))
 
 
-def test_edits_the_compilation_settings_in_place():
+def test_edits_the_held_settings_in_place():
     DYNAMO_CONVERTERS.compilation_settings.use_fp32_acc = True
 
 
-def test_edits_the_compilation_settings_then_rebinds_them():
+def test_edits_the_held_settings_then_rebinds_them():
     DYNAMO_CONVERTERS.compilation_settings.workspace_size = 123
     DYNAMO_CONVERTERS.set_compilation_settings(CompilationSettings())
 
 
-def test_the_compilation_settings_are_as_before():
+def test_the_held_settings_are_as_before():
     assert DYNAMO_CONVERTERS.compilation_settings is HELD_SETTINGS
     assert (HELD_SETTINGS.use_fp32_acc, HELD_SETTINGS.workspace_size) == (False, 0)
 
