@@ -213,9 +213,14 @@ def uninstall_builder_targets() -> bool:
     return True
 
 
+def is_builder_wrapper(fn: Any) -> bool:
+    """Whether ``fn`` is this module's wrapper of the populate function (isolation names it in a leak)."""
+    return hasattr(fn, _ORIGINAL)
+
+
 def builder_targets_installed() -> bool:
     cls = _interpreter_class()
-    return cls is not None and hasattr(cls.__dict__.get(POPULATE), _ORIGINAL)
+    return cls is not None and is_builder_wrapper(cls.__dict__.get(POPULATE))
 
 
 def upstream_sets_builder_targets() -> Optional[bool]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional, Tuple
 
 from . import builder, first_use, registry, targets
-from .capabilities import int_pair
+from .capabilities import int_pair, shown
 from .environment import BACKENDS
 from .undo import LiveHandles, UndoHandle
 
@@ -28,6 +28,8 @@ class GuardsState:
     builder_switch: Any  # builder.BuilderSwitch
     neutralized: Tuple[Tuple[str, int], ...]
     fired: Optional[Tuple[Tuple[Tuple[str, str], int], ...]]  # None: not taken, and not restored
+    #: The host devices a test set in the probe's memo (``targets._host``, the documented seam); None: as probed.
+    host: Optional[Tuple[Tuple[int, int], ...]] = None
     #: The live undo handles of the targets, the backend and the builder switch (``undo``), put back with the rest
     #: so that an older handle undone later (a fixture's teardown) still puts back what it found. Not compared:
     #: equal values are equal states. None: left as they are.
@@ -36,7 +38,7 @@ class GuardsState:
 
 def initial_state() -> GuardsState:
     """The state the guards start in: nothing declared or neutralized, the builder switch at its default."""
-    return GuardsState(None, "", None, "", builder.DEFAULT_SWITCH, (), None, ((), (), ()))
+    return GuardsState(None, "", None, "", builder.DEFAULT_SWITCH, (), None, None, ((), (), ()))
 
 
 def state_snapshot(*, fired: bool = True) -> GuardsState:
@@ -46,7 +48,7 @@ def state_snapshot(*, fired: bool = True) -> GuardsState:
         d.targets, d.targets_origin if d.targets is not None else "",
         d.backend, d.backend_origin if d.backend is not None else "", builder._switch,
         tuple(sorted(registry._neutralized.items())),
-        tuple(sorted(registry._fired.items())) if fired else None,
+        tuple(sorted(registry._fired.items())) if fired else None, targets.host_override(),
         (targets._live_targets.handles, targets._live_backend.handles, builder._live_switches.handles),
     )
 
@@ -67,6 +69,8 @@ def _problem(s: GuardsState) -> Optional[str]:
         return "neutralized must be a tuple of (target name, count >= 1) pairs"
     if s.fired is not None and not _counts(s.fired, tuple, 0):
         return "fired must be None or a tuple of ((rule, target), count >= 0) pairs"
+    if s.host is not None and not (isinstance(s.host, tuple) and all(int_pair(c, (99, 9)) for c in s.host)):
+        return "host must be None or a tuple of (major, minor) pairs"
     if s.live is not None and not (isinstance(s.live, tuple) and len(s.live) == 3 and all(
             isinstance(live, tuple) and all(isinstance(h, UndoHandle) for h in live) for live in s.live)):
         return "live must be None or three tuples of undo handles"
@@ -97,6 +101,7 @@ def restore_state(snapshot: GuardsState) -> None:
     d.backend, d.backend_origin = snapshot.backend, snapshot.backend_origin or d.backend_origin
     d.version += 1  # capability_decision caches on it
     builder._switch = snapshot.builder_switch
+    targets.set_host_override(snapshot.host)
     registry._neutralized.clear()
     registry._neutralized.update(dict(snapshot.neutralized))
     if snapshot.fired is not None:
@@ -114,6 +119,15 @@ def _declared_text(value: Any, origin: str) -> str:
     return f"{shown} (from {origin})"
 
 
+def _host_text(host: Optional[Tuple[Tuple[int, int], ...]]) -> str:
+    if host is None:
+        return "as probed"
+    try:
+        return targets.format_targets(host) if host else "none"
+    except (TypeError, ValueError):  # a test set the seam to something else: show what
+        return shown(host, 60)
+
+
 def describe_changes(before: GuardsState, after: GuardsState) -> List[str]:
     """What differs between two snapshots, one phrase per change, for leak reports."""
     out: List[str] = []
@@ -123,6 +137,9 @@ def describe_changes(before: GuardsState, after: GuardsState) -> List[str]:
     if (before.backend, before.backend_origin) != (after.backend, after.backend_origin):
         out.append(f"guards: declared backend {_declared_text(after.backend, after.backend_origin)}, "
                    f"was {_declared_text(before.backend, before.backend_origin)}")
+    if before.host != after.host:
+        out.append(f"guards: host devices (targets._host) set to {_host_text(after.host)}, "
+                   f"were {_host_text(before.host)}")
     if before.builder_switch != after.builder_switch:
         out.append(f"guards: builder targets switched {'on' if after.builder_switch.on else 'off'} "
                    f"(from {after.builder_switch.origin})")

@@ -100,7 +100,8 @@ def declare_backend(backend: Optional[str], *, origin: str = "declared") -> Decl
 # --- backend and host detection -----------------------------------------------------------------
 
 _installed_backend: Optional[str] = None
-_host: Optional[Tuple[Capability, ...]] = None
+_host: Optional[Tuple[Capability, ...]] = None  # the probe's memo; a test may set it (the host seam)
+_probed: Optional[Tuple[Capability, ...]] = None  # what the probe itself found: ``_host`` apart from a test's value
 
 
 def installed_backend() -> str:
@@ -135,25 +136,39 @@ def torch_tensorrt_version() -> Optional[str]:
 
 def host_capabilities(probe: bool = True) -> Optional[Tuple[Capability, ...]]:
     """Capability of the host's CUDA device(s); probed once. ``None`` when not probed yet and ``probe`` is False."""
-    global _host
+    global _host, _probed
     if _host is None:
         if not probe:
             return None
-        try:
-            import torch
-
-            if torch.cuda.is_available():
-                caps = []
-                for index in range(torch.cuda.device_count()):
-                    cap = tuple(torch.cuda.get_device_capability(index))
-                    if cap not in caps:
-                        caps.append(cap)
-                _host = tuple(caps)
-            else:
-                _host = ()
-        except Exception:  # no torch, or a broken CUDA runtime: no host device to fall back to
-            _host = ()
+        _host = _probed = _probe_host()
     return _host
+
+
+def _probe_host() -> Tuple[Capability, ...]:
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return ()
+        caps = []
+        for index in range(torch.cuda.device_count()):
+            cap = tuple(torch.cuda.get_device_capability(index))
+            if cap not in caps:
+                caps.append(cap)
+        return tuple(caps)
+    except Exception:  # no torch, or a broken CUDA runtime: no host device to fall back to
+        return ()
+
+
+def host_override() -> Optional[Tuple[Capability, ...]]:
+    """The host devices a test set in the memo (``_host``), or None where the memo is the probe's or unset."""
+    return None if _host is None or _host == _probed else _host
+
+
+def set_host_override(host: Optional[Tuple[Capability, ...]]) -> None:
+    """Put :func:`host_override` back: a value, or None for the probe's answer (probed again where never probed)."""
+    global _host
+    _host = _probed if host is None else host
 
 
 # --- the decision ---------------------------------------------------------------------------------

@@ -7,15 +7,28 @@ found where the guards find it (``trtcap_guards.live_registry``); a spec is acti
 
 from __future__ import annotations
 
-from typing import Any, List, NamedTuple, Tuple
+import re
+from collections import Counter
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from trtcap_guards.live_registry import REGISTRY_MODULE, loaded_converter_registry
 
+#: A leak line lists this many targets of one registry; more are counted (``-v`` lists all).
+FEW = 3
+_ADDRESS = re.compile(r" (object )?at 0x[0-9a-fA-F]+")
+
 
 def name_of(target: Any) -> str:
+    """``aten.mm.default``; a Python function by ``module.name`` (``operator.add``, ``torch.sym_min``), never by a
+    ``repr`` holding a memory address that changes from run to run."""
     from trtcap_guards.rules import target_name_of
 
-    return target_name_of(target)
+    text = target_name_of(target)
+    qualname = getattr(target, "__qualname__", None)
+    if text.startswith("<") and isinstance(qualname, str):
+        module = getattr(target, "__module__", None)
+        return f"{module.lstrip('_')}.{qualname}" if isinstance(module, str) else qualname
+    return _ADDRESS.sub("", text)
 
 
 def plural(n: int, word: str) -> str:
@@ -76,31 +89,62 @@ def registry_restore(snap: RegistrySnapshot) -> None:
             d[key] = obj
 
 
+def _guard_of(candidate: Any) -> Any:
+    """The stock candidate a guarded one wraps (``trtcap_guards.install``), else None."""
+    return getattr(getattr(candidate, "capability_validator", None), "_trtcap_original", None)
+
+
 def _list_change(before: list, after: list) -> str:
-    added = sum(1 for c in after if not any(c is b for b in before))
-    removed = sum(1 for b in before if not any(b is c for c in after))
+    new = [c for c in after if not any(c is b for b in before)]
+    gone = [b for b in before if not any(b is c for c in after)]
+    added, removed = len(new), len(gone)
     if added and added == removed:
+        if all(any(_guard_of(c) is b for b in gone) for c in new):
+            return "guard added"
+        if all(any(_guard_of(b) is c for c in new) for b in gone):
+            return "guard removed"
         return f"{plural(added, 'converter')} replaced"
     parts = ([f"{plural(added, 'converter')} added"] if added else []) + (
         [f"{plural(removed, 'converter')} removed"] if removed else [])
     return ", ".join(parts) or "converters reordered"
 
 
-def _dict_changes(d: dict, contents: dict) -> List[str]:
+class TargetChange(NamedTuple):
+    target: str
+    what: str
+
+
+def _dict_changes(d: dict, contents: dict) -> List[TargetChange]:
     out = []
     for key in d.keys() - contents.keys():
         n = len(d[key]) if isinstance(d[key], list) else 1
-        out.append(f"{name_of(key)}: target added ({plural(n, 'converter')})")
-    out += [f"{name_of(key)}: target removed" for key in contents.keys() - d.keys()]
+        out.append(TargetChange(name_of(key), f"target added ({plural(n, 'converter')})"))
+    out += [TargetChange(name_of(key), "target removed") for key in contents.keys() - d.keys()]
     for key in contents.keys() & d.keys():
         before, after = contents[key], d[key]
         if before != after:
             both_lists = isinstance(after, list) and isinstance(before, list)
-            out.append(f"{name_of(key)}: {_list_change(before, after) if both_lists else 'converter replaced'}")
-    return out
+            out.append(TargetChange(name_of(key), _list_change(before, after) if both_lists else "converter replaced"))
+    return sorted(out)
 
 
-def registry_describe(snap: RegistrySnapshot) -> List[str]:
+def _registry_lines(registry: str, changes: List[TargetChange], list_all: bool) -> List[str]:
+    """One line per target, or, past ``FEW`` targets (without ``-v``), one line for the registry: how many targets
+    changed and how, and the first few by name."""
+    if list_all or len(changes) <= FEW:
+        return [f"{c.target}: {c.what}" for c in changes]
+    kinds = ", ".join(f"{what} x{n}" for what, n in sorted(Counter(c.what for c in changes).items()))
+    first = ", ".join(c.target for c in changes[:FEW])
+    return [f"{registry}: {len(changes)} targets changed ({kinds}): {first} and {len(changes) - FEW} more "
+            "(-v lists all)"]
+
+
+def _registry_name(snap: RegistrySnapshot, d: dict) -> str:
+    names = [name for element, name in zip(snap.entries, snap.names) if element is d]
+    return str(names[0]) if names else "DYNAMO_CONVERTERS registry"
+
+
+def registry_describe(snap: RegistrySnapshot, list_all: bool = False) -> List[str]:
     reg = _registry()
     out: List[str] = []
     if reg.registries is not snap.registries:
@@ -113,7 +157,7 @@ def registry_describe(snap: RegistrySnapshot) -> List[str]:
     if reg.registry_names != snap.names or reg.registry_calling_conventions != snap.conventions:
         out.append("DYNAMO_CONVERTERS registry names or calling conventions changed")
     for d, _, contents in snap.dicts:
-        out += _dict_changes(d, contents)
+        out += _registry_lines(_registry_name(snap, d), _dict_changes(d, contents), list_all)
     return sorted(out) or ["DYNAMO_CONVERTERS.registries reordered"]
 
 
@@ -123,36 +167,98 @@ def registry_describe(snap: RegistrySnapshot) -> List[str]:
 def _copy_collection(value: Any) -> Any:
     if isinstance(value, (set, frozenset)):
         return set(value)
+    if isinstance(value, dict):
+        return dict(value)
     return list(value) if isinstance(value, list) else value
 
 
-def settings_snapshot() -> Tuple[Any, Any, Any]:
+class SettingsSnapshot(NamedTuple):
+    """The settings object by identity and by value (its fields, collections copied: an edit in place of the object
+    the validators and the audit read is a change), and ``disallowed_targets`` by identity and value."""
+
+    settings: Any
+    values: Optional[Dict[str, Any]]  # None: the settings hold no fields (None before the first compile)
+    disallowed: Any
+    disallowed_contents: Any
+
+
+def _fields_of(settings: Any) -> Optional[Dict[str, Any]]:
+    return getattr(settings, "__dict__", None) if settings is not None else None
+
+
+def settings_snapshot() -> SettingsSnapshot:
     reg = _registry()
-    return (reg.compilation_settings, reg.disallowed_targets, _copy_collection(reg.disallowed_targets))
+    fields = _fields_of(reg.compilation_settings)
+    values = None if fields is None else {k: _copy_collection(v) for k, v in fields.items()}
+    return SettingsSnapshot(reg.compilation_settings, values, reg.disallowed_targets,
+                            _copy_collection(reg.disallowed_targets))
 
 
-def settings_changed(snap: Tuple[Any, Any, Any]) -> bool:
+def settings_changed(snap: SettingsSnapshot) -> bool:
+    """Identity first, then one C-level comparison of the held object's fields (only once a compile set them)."""
     reg = _registry()
-    return reg.compilation_settings is not snap[0] or reg.disallowed_targets != snap[2]
+    return (reg.compilation_settings is not snap.settings or reg.disallowed_targets != snap.disallowed_contents
+            or (snap.values is not None and _fields_of(snap.settings) != snap.values))
 
 
-def settings_restore(snap: Tuple[Any, Any, Any]) -> None:
-    reg = _registry()
-    settings, held, contents = snap
-    if isinstance(held, set):
+def _restore_collection(held: Any, contents: Any) -> bool:
+    """Put ``contents`` back into the collection ``held`` in place; False when ``held`` is no such collection."""
+    if (isinstance(held, set) and isinstance(contents, (set, frozenset))) or (
+            isinstance(held, dict) and isinstance(contents, dict)):
         held.clear()
         held.update(contents)
-    elif isinstance(held, list):
+    elif isinstance(held, list) and isinstance(contents, list):
         held[:] = contents
-    reg.compilation_settings, reg.disallowed_targets = settings, held
+    else:
+        return False
+    return True
 
 
-def settings_describe(snap: Tuple[Any, Any, Any]) -> List[str]:
-    """Silent when the settings object changed (every compile sets both); named when edited behind its back."""
+def _restore_fields(settings: Any, values: Dict[str, Any]) -> None:
+    """Each field that differs is put back, a collection in place (``disallowed_targets`` may be that very set)."""
+    fields = _fields_of(settings)
+    for key in [k for k in fields if k not in values]:
+        del fields[key]
+    for key, value in values.items():
+        now = fields.get(key)
+        if (key not in fields or now != value) and not _restore_collection(now, value):
+            fields[key] = _copy_collection(value)
+
+
+def settings_restore(snap: SettingsSnapshot) -> None:
     reg = _registry()
-    if reg.compilation_settings is not snap[0]:
+    if snap.values is not None and _fields_of(snap.settings) != snap.values:
+        _restore_fields(snap.settings, snap.values)
+    _restore_collection(snap.disallowed, snap.disallowed_contents)
+    reg.compilation_settings, reg.disallowed_targets = snap.settings, snap.disallowed
+
+
+def _shown(value: Any) -> str:
+    from .hook_results import shown
+
+    return _ADDRESS.sub("", shown(value, 80))
+
+
+def _field_changes(snap: SettingsSnapshot) -> List[str]:
+    now, before = _fields_of(snap.settings), snap.values
+    if before is None or now is None or now == before:
         return []
-    now, before = set(reg.disallowed_targets or ()), set(snap[2] or ())
-    out = [f"disallowed_targets: {name_of(t)} added" for t in now - before]
-    out += [f"disallowed_targets: {name_of(t)} removed" for t in before - now]
+    out = [f"compilation_settings.{k} added" for k in now.keys() - before.keys()]
+    out += [f"compilation_settings.{k} removed" for k in before.keys() - now.keys()]
+    out += [f"compilation_settings.{k} changed: {_shown(now[k])}, was {_shown(before[k])}"
+            for k in now.keys() & before.keys()
+            if now[k] != before[k] and now[k] is not snap.disallowed]  # that set is named as disallowed_targets
     return sorted(out)
+
+
+def settings_describe(snap: SettingsSnapshot) -> List[str]:
+    """A new settings object is restored silently (every compile sets one, and its disallowed targets from it); an
+    edit of the held object's fields is named, and so is ``disallowed_targets`` edited behind the settings' back."""
+    reg = _registry()
+    out = _field_changes(snap)
+    if reg.compilation_settings is not snap.settings:
+        return out
+    now, before = set(reg.disallowed_targets or ()), set(snap.disallowed_contents or ())
+    out += sorted([f"disallowed_targets: {name_of(t)} added" for t in now - before]
+                  + [f"disallowed_targets: {name_of(t)} removed" for t in before - now])
+    return out

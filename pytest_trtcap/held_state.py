@@ -9,10 +9,13 @@ its module is in ``sys.modules``. ``pytest_trtcap.inventory`` says which spec ho
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import sys
 from collections import Counter
 from typing import Any, Callable, List, Tuple
+
+from trtcap_guards.builder import INTERPRETER_MODULE, POPULATE, is_builder_wrapper
 
 from . import held_registry as reg
 from .held_registry import REGISTRY_MODULE, name_of
@@ -189,11 +192,51 @@ def _guards_describe(snap: Any) -> List[str]:
     return _guards_state().describe_changes(snap, _guards_snapshot()) or ["guards: state changed"]
 
 
-def builtin_specs() -> List[StateSpec]:
-    """One spec per held piece of state; labels are the ones ``pytest_trtcap.inventory`` refers to."""
+# --- the guards' builder wrapper on TRTInterpreter --------------------------------------------------------------
+
+
+_MISSING = object()  # the class had no populate function of its own
+
+
+def _interpreter() -> Any:
+    return sys.modules[INTERPRETER_MODULE].TRTInterpreter
+
+
+def _builder_snapshot() -> Any:
+    """The populate function, by identity: ``trtcap_guards.install()``/``uninstall()`` swap it with the registry's
+    guards, and both must come back together (or every later engine is built without the declared targets)."""
+    return _interpreter().__dict__.get(POPULATE, _MISSING)
+
+
+def _builder_changed(snap: Any) -> bool:
+    return _builder_snapshot() is not snap
+
+
+def _builder_restore(snap: Any) -> None:
+    if snap is _MISSING:
+        if POPULATE in _interpreter().__dict__:
+            delattr(_interpreter(), POPULATE)
+    else:
+        setattr(_interpreter(), POPULATE, snap)
+
+
+def _builder_describe(snap: Any) -> List[str]:
+    now, where = _builder_snapshot(), f"TRTInterpreter.{POPULATE}"
+    if is_builder_wrapper(now) and not is_builder_wrapper(snap):
+        return [f"{where}: trtcap_guards' builder wrapper added"]
+    if is_builder_wrapper(snap) and not is_builder_wrapper(now):
+        return [f"{where}: trtcap_guards' builder wrapper removed"]
+    return [f"{where} replaced"]
+
+
+def builtin_specs(list_all: bool = False) -> List[StateSpec]:
+    """One spec per held piece of state; labels are the ones ``pytest_trtcap.inventory`` refers to. ``list_all``
+    (``-v``): a leak line names every changed converter target, not the first few of each registry."""
     return [
         StateSpec("converter registry", reg.registry_snapshot, reg.registry_restore, reg.registry_changed,
-                  reg.registry_describe, available=_loaded(REGISTRY_MODULE)),
+                  functools.partial(reg.registry_describe, list_all=list_all), available=_loaded(REGISTRY_MODULE)),
+        StateSpec("builder wrapper", _builder_snapshot, _builder_restore, _builder_changed, _builder_describe,
+                  available=lambda: hasattr(sys.modules.get(INTERPRETER_MODULE), "TRTInterpreter")),
         StateSpec("converter registry settings", reg.settings_snapshot, reg.settings_restore,
                   reg.settings_changed, reg.settings_describe, available=_loaded(REGISTRY_MODULE)),
         StateSpec("ATOMIC_SUBGRAPHS", _atomic_snapshot, _atomic_restore, _atomic_changed, _atomic_describe,

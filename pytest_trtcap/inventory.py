@@ -35,9 +35,13 @@ INVENTORY: Tuple[StateEntry, ...] = (
     StateEntry(_CONV, "DYNAMO_CONVERTERS", "converter registry",
                "its `registries` list of dicts, registry names and calling conventions"),
     StateEntry(_CONV, "DYNAMO_CONVERTERS.compilation_settings", "converter registry settings",
-               "`set_compilation_settings` (every compile, refit, `TRTInterpreter`); restored silently"),
+               "`set_compilation_settings` (every compile, refit, `TRTInterpreter`): restored silently; its fields "
+               "edited in place: named, and put back by value"),
     StateEntry(_CONV, "DYNAMO_CONVERTERS.disallowed_targets", "converter registry settings",
                "`set_compilation_settings`, `set_disallowed_targets`, or editing the set in place (named)"),
+    StateEntry("torch_tensorrt.dynamo.conversion._TRTInterpreter", "TRTInterpreter._populate_trt_builder_config",
+               "builder wrapper", "`trtcap_guards.install()` / `uninstall()` (the guards' builder wrapper), put back "
+               "with the converter registry"),
     StateEntry("torch_tensorrt.dynamo.partitioning._atomic_subgraphs", "ATOMIC_SUBGRAPHS", "ATOMIC_SUBGRAPHS",
                "`register_atomic_subgraph` (the trace cache is cleared on restore)"),
     StateEntry(_PASSES, "ATEN_PRE_LOWERING_PASSES", "ATEN_PRE_LOWERING_PASSES",
@@ -51,9 +55,9 @@ INVENTORY: Tuple[StateEntry, ...] = (
     StateEntry("torch_tensorrt.dynamo.lowering.constant_fold_exclusions._core", "_CONSTANT_FOLD_EXCLUSION_RULES",
                "_CONSTANT_FOLD_EXCLUSION_RULES",
                "`register_constant_fold_exclusion_rule`, `unregister_constant_fold_exclusion_rule`"),
-    StateEntry("trtcap_guards", "declarations, backend, builder switch, neutralizations", "guards",
-               "`declare_targets`, `declare_backend`, `enable_builder_targets`, `neutralize` (fired counts are "
-               "not held: they grow by design)"),
+    StateEntry("trtcap_guards", "declarations, backend, builder switch, neutralizations, host probe memo", "guards",
+               "`declare_targets`, `declare_backend`, `enable_builder_targets`, `neutralize`, setting "
+               "`targets._host` (fired counts are not held: they grow by design)"),
     StateEntry("torch_tensorrt.runtime._cudagraphs", "_PY_RT_CUDAGRAPHS", None, "`set_cudagraphs_mode`",
                _RUNTIME_MODE),
     StateEntry("torch_tensorrt.runtime._multi_device_safe_mode", "_PY_RT_MULTI_DEVICE_SAFE_MODE", None,

@@ -52,7 +52,8 @@ def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], 
     that raises (or snapshots that refuse ``!=``: arrays, tensors) would end the session in a traceback or break
     pytest's teardown. So each failure is kept on the spec as an error naming the hook, its file and the entry, the
     entry is held no longer (it answers "unchanged" and is then unavailable), and the session reports the error on
-    the test in progress."""
+    the test in progress. Each snapshot is boxed in a 1-tuple: any value, None included, is a snapshot (a baseline
+    of None means "none taken yet" here)."""
     spec = StateSpec(str(label), snapshot, restore, lambda _snap: False, lambda _snap: [f"{label} changed"])
 
     def failed(step: str, exc: Exception) -> None:
@@ -62,24 +63,24 @@ def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], 
 
     def held_snapshot() -> Any:
         try:
-            return snapshot()
+            return (snapshot(),)
         except Exception as exc:  # the project's code: reported, never raised through a pytest hook
             failed("snapshot", exc)
-            return None
+            return (None,)
 
     def changed(snap: Any) -> bool:
         now = held_snapshot()
         if spec.failure:
             return False
         try:
-            return bool(now != snap)
+            return bool(now[0] != snap[0])
         except Exception as exc:  # an elementwise result with no truth value, or a comparison that raises
             failed("compare", exc)
             return False
 
     def held_restore(snap: Any) -> None:
         try:
-            restore(snap)
+            restore(snap[0])
         except Exception as exc:  # the state stays as the test left it; the error says so
             failed("restore", exc)
 

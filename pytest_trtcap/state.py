@@ -125,7 +125,7 @@ class TrtcapState:
         if self.isolation is None:
             from . import held_state, isolation
 
-            specs = held_state.builtin_specs()
+            specs = held_state.builtin_specs(list_all=self.config.get_verbosity() > 0)
             for entry in self.user_state_entries():
                 specs.append(isolation.user_spec(entry.label, entry.snapshot, entry.restore, entry.where))
             self.isolation = isolation.Isolation(specs)

@@ -74,6 +74,7 @@ def test_env_read_at_call_time(monkeypatch, nothing_declared):
 # --- precedence: settings > declared > env > host device > none --------------------------------------
 
 
+@pytest.mark.trtcap_no_isolation  # sets the host probe's memo in its body; monkeypatch puts it back afterwards
 def test_source_precedence(monkeypatch, nothing_declared):
     monkeypatch.setattr(targets_mod, "_host", ())
     decision = guards.capability_decision()

@@ -85,6 +85,10 @@ REGISTRY_LEAKS = {
                                            "DYNAMO_CONVERTERS.registries: registry removed from index 0",
     A + "test_appends_a_registry_dict": "DYNAMO_CONVERTERS.registries: registry added at index 1",
     A + "test_leaks_user_state": "user cache changed",
+    A + "test_sets_the_user_flag": "user flag changed",
+    A + "test_edits_the_held_settings_in_place": "compilation_settings.use_fp32_acc changed: True, was False",
+    A + "test_edits_the_held_settings_then_rebinds_them":
+        "compilation_settings.workspace_size changed: 123, was 0",
     A + "test_registers_a_lowering_pass": "added lowering pass my_pass at index 12",
     A + "test_adds_a_pre_lowering_pass": "added pre-lowering pass my_pre_pass at index 0",
     A + "test_registers_a_decomposition": "aten.relu.default: decomposition added",
@@ -122,6 +126,15 @@ def test_failing_and_raising_leakers_fail_for_their_own_reason_only(suite: Suite
 def test_a_compile_changing_the_settings_is_restored_silently(suite: SuiteRun) -> None:
     assert not [who for who in suite.leaks() if "compilation_settings" in who]
     assert suite.outcome(A + "test_changes_compilation_settings") == "PASSED"
+
+
+def test_compilation_settings_edited_in_place_are_named_and_put_back_by_value(suite: SuiteRun) -> None:
+    """The validators and the audit read them: an edit of the held object, kept or rebound away, is put back."""
+    assert suite.outcome(A + "test_the_held_settings_are_as_before") == "PASSED"
+
+
+def test_a_user_snapshot_that_is_none_is_held_like_any_other(suite: SuiteRun) -> None:
+    assert suite.outcome(A + "test_the_user_flag_is_as_before") == "PASSED"
 
 
 def test_a_fixture_that_cleans_up_after_itself_is_not_a_leak(suite: SuiteRun) -> None:
@@ -508,3 +521,78 @@ def test_a_wide_fixture_s_undo_still_works_after_a_test_leaked_a_newer_declarati
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, warnings=1)
     result.stdout.fnmatch_lines(["*test_a.py::test_leaks*declared targets 7.5 (from leaky test)*"])
+
+
+# --- the host probe's memo, and the guards installed or uninstalled inside a test --------------------------------
+
+HOST_MEMO = """
+import pytest
+import torch
+from trtcap_guards import targets
+
+
+def test_sets_the_host_memo_and_forgets():
+    targets._host = ((7, 5),)
+
+
+@pytest.mark.trt_fp32_gemm
+def test_fp32_gemm_with_a_genuine_failure():
+    assert False, "genuine"
+
+
+def test_moves_to_cuda():
+    torch.zeros(1, device="cuda")
+"""
+
+
+def test_a_host_memo_set_by_a_test_is_named_and_put_back(pytester: pytest.Pytester) -> None:
+    """README: ``trtcap_guards.targets._host`` is the seam a test sets; forgotten, it would skip the next FP32 GEMM
+    test's genuine failure and switch ``--trtcap-needs-gpu skip`` off for every later test."""
+    pytester.makepyfile(test_host=HOST_MEMO)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--trtcap-needs-gpu",
+                                           "skip", "-rA")
+    result.assert_outcomes(passed=1, failed=1, skipped=1, warnings=1)
+    result.stdout.fnmatch_lines(["FAILED test_host.py::test_fp32_gemm_with_a_genuine_failure*"])
+    result.stdout.fnmatch_lines(["  test_host.py::test_sets_the_host_memo_and_forgets -> "
+                                 "guards: host devices (targets._host) set to 7.5, were as probed"])
+
+
+GUARDS_IN_A_TEST = """
+import trtcap_guards as guards
+
+guards.import_torch_tensorrt()
+BEFORE = (guards.is_installed(), guards.builder_targets_installed())
+assert BEFORE == {expected}, BEFORE
+
+
+def test_changes_the_guards():
+    guards.{call}()
+
+
+def test_after():
+    assert (guards.is_installed(), guards.builder_targets_installed()) == BEFORE
+"""
+
+
+@pytest.mark.parametrize(("flags", "call", "expected"), [
+    (("-v",), "uninstall", (True, True)),
+    (("-o", "trtcap_guards=off"), "install", (False, False)),
+], ids=["uninstall-verbose", "install-under-off"])
+def test_guards_changed_inside_a_test_come_back_with_their_builder_wrapper_on_one_short_line(
+        pytester: pytest.Pytester, flags: tuple, call: str, expected: tuple) -> None:
+    """The registry and the builder wrapper come back together; the leak line counts per registry, names a few
+    targets (``-v``: all), names the builder wrapper, and holds no memory address."""
+    pytester.makepyfile(test_guards_in_test=GUARDS_IN_A_TEST.format(call=call, expected=expected))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-rA", *flags)
+    result.assert_outcomes(passed=2, warnings=1)
+    leak_lines = [line for line in result.outlines if "test_changes_the_guards" in line and "->" in line]
+    [line] = leak_lines
+    what = "removed" if call == "uninstall" else "added"
+    assert f"TRTInterpreter._populate_trt_builder_config: trtcap_guards' builder wrapper {what}" in line, line
+    assert "0x" not in result.stdout.str()
+    if "-v" in flags:
+        assert f"aten.mm.default: guard {what}" in line and "Dynamo ATen Converters Registry" not in line, line
+    else:
+        assert re.search(rf"Dynamo ATen Converters Registry: \d+ targets changed \(guard {what} x\d+\): "
+                         r"\S+, \S+, \S+ and \d+ more \(-v lists all\)", line), line
+        assert len(line) < 400, line

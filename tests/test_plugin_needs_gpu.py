@@ -229,6 +229,7 @@ def test_header_without_a_device(pytester: pytest.Pytester) -> None:
                                  "that needs one is skipped)"])
 
 
+@pytest.mark.trtcap_no_isolation  # sets the host probe's memo in its body; monkeypatch puts it back afterwards
 def test_on_a_host_with_a_device_the_setting_does_nothing(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

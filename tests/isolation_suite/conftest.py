@@ -12,7 +12,10 @@ def pytest_trtcap_isolated_state(config):
     def restore(saved):
         user_state.CACHE[:] = saved
 
-    return [("user cache", snapshot, restore)]
+    def restore_flag(saved):
+        user_state.FLAG = saved
+
+    return [("user cache", snapshot, restore), ("user flag", lambda: user_state.FLAG, restore_flag)]
 
 
 def session_converter(ctx, target, args, kwargs, name):

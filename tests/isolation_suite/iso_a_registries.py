@@ -29,6 +29,8 @@ BASE_REGISTRIES = list(DYNAMO_CONVERTERS.registries)
 BASE_PRE, BASE_POST = list(ATEN_PRE_LOWERING_PASSES.passes), list(ATEN_POST_LOWERING_PASSES.passes)
 BASE_TRT_DECOMPOSITIONS = dict(groups.TORCH_TRT_DECOMPOSITIONS)
 BASE_ENABLED = dict(groups.ENABLED_TORCH_DECOMPOSITIONS)
+HELD_SETTINGS = CompilationSettings()
+DYNAMO_CONVERTERS.set_compilation_settings(HELD_SETTINGS)  # at collection: the settings every test starts from
 assert aten.relu.default not in BASE_TRT_DECOMPOSITIONS and aten.erfinv.default not in BASE_CONVERTERS
 
 
@@ -74,6 +76,28 @@ def test_raises_after_leaking():
 
 def test_changes_compilation_settings():
     DYNAMO_CONVERTERS.set_compilation_settings(CompilationSettings(torch_executed_ops={aten.relu.default}))
+
+
+def test_edits_the_held_settings_in_place():
+    DYNAMO_CONVERTERS.compilation_settings.use_fp32_acc = True
+
+
+def test_edits_the_held_settings_then_rebinds_them():
+    DYNAMO_CONVERTERS.compilation_settings.workspace_size = 123
+    DYNAMO_CONVERTERS.set_compilation_settings(CompilationSettings())
+
+
+def test_the_held_settings_are_as_before():
+    assert DYNAMO_CONVERTERS.compilation_settings is HELD_SETTINGS
+    assert (HELD_SETTINGS.use_fp32_acc, HELD_SETTINGS.workspace_size) == (False, 0)
+
+
+def test_sets_the_user_flag():
+    user_state.FLAG = "set"
+
+
+def test_the_user_flag_is_as_before():
+    assert user_state.FLAG is None
 
 
 def test_adds_a_disallowed_target():
