@@ -6,8 +6,9 @@
   (decompositions, constant-fold exclusions), then restore with ``clear()``/``update()`` and slice assignment.
   Medians of per-iteration times, the two measured in alternating blocks. Also the cost when a test did leak (one
   converter added), for information.
-* A suite of 2,000 trivial tests whose conftest imports torch_tensorrt (so isolation is active), each run
-  in a fresh process with the plugin and with ``-p no:trtcap`` (same conftest), alternated; wall times.
+* Suites of 2,000 tests whose conftest imports torch_tensorrt (so isolation is active), each run in a fresh
+  process with the plugin and with ``-p no:trtcap`` (same conftest), alternated; wall times: trivial tests,
+  parametrized tests (two arguments: pytest gives each a fixture of its own), and tests with ten function fixtures.
 
     python bench/bench_isolation.py [--quick] [--iterations N] [--tests N] [--runs N]
 """
@@ -21,7 +22,7 @@ import os
 import sys
 import tempfile
 import time
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, NamedTuple, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,6 +30,7 @@ from _common import Result, banner, clean_env, interleaved, median, paired_media
 
 PER_TEST_TARGET = 1 / 3
 SUITE_TARGET = 1.05
+TEN_FIXTURES_TARGET = 1.10  # a test with ten function fixtures pays ten fixture frames
 BLOCK = 50  # iterations per block; the contenders alternate block by block
 
 
@@ -168,20 +170,57 @@ def pytest_sessionfinish(session):
 '''
 
 
-def suite(n_tests: int, runs: int, quick: bool) -> List[Result]:
-    banner(f"isolation in a suite: {n_tests} trivial tests, conftest imports torch_tensorrt, "
+def _trivial(n: int) -> str:
+    return "".join(f"def test_{i:05d}():\n    pass\n\n" for i in range(n))
+
+
+def _parametrized(n: int) -> str:
+    return (f"import pytest\n\n\n@pytest.mark.parametrize('a, b', [(i, -i) for i in range({n})])\n"
+            "def test_p(a, b):\n    pass\n")
+
+
+def _ten_fixtures(n: int) -> str:
+    fixtures = "".join(f"@pytest.fixture\ndef f{j}():\n    return {j}\n\n\n" for j in range(10))
+    names = ", ".join(f"f{j}" for j in range(10))
+    test = f"@pytest.mark.parametrize('i', range({n}))\ndef test_t(i, {names}):\n    pass\n"
+    return f"import pytest\n\n\n{fixtures}{test}"
+
+
+class Shape(NamedTuple):
+    """A generated suite the plugin's whole in-run overhead is measured on, against ``-p no:trtcap``."""
+
+    source: Callable[[int], str]  # the test file's text for n tests
+    name: str
+    label: str
+    target: float
+
+
+SHAPES = {
+    "trivial": Shape(_trivial, "isolation_suite",
+                     "suite of {n} trivial tests with torch_tensorrt imported (wall time)", SUITE_TARGET),
+    "parametrized": Shape(_parametrized, "suite_parametrized",
+                          "suite of {n} parametrized tests (2 arguments each), torch_tensorrt imported (wall time)",
+                          SUITE_TARGET),
+    "ten fixtures": Shape(_ten_fixtures, "suite_ten_fixtures",
+                          "suite of {n} tests with ten function fixtures each, torch_tensorrt imported (wall time)",
+                          TEN_FIXTURES_TARGET),
+}
+
+
+def suite(n_tests: int, runs: int, quick: bool, shape: str = "trivial") -> List[Result]:
+    make, name, label, target = SHAPES[shape]
+    banner(f"isolation in a suite ({shape}): {n_tests} tests, conftest imports torch_tensorrt, "
            f"{runs} run(s) each side, alternated")
     with tempfile.TemporaryDirectory(prefix="trtcap-bench-suite-") as workdir:
         with open(os.path.join(workdir, "pytest.ini"), "w", encoding="utf-8") as f:
             f.write("[pytest]\n")
         with open(os.path.join(workdir, "conftest.py"), "w", encoding="utf-8") as f:
             f.write(_CONFTEST)
-        with open(os.path.join(workdir, "test_trivial.py"), "w", encoding="utf-8") as f:
-            for i in range(n_tests):
-                f.write(f"def test_{i:05d}():\n    pass\n\n")
+        with open(os.path.join(workdir, "test_suite.py"), "w", encoding="utf-8") as f:
+            f.write(make(n_tests))
         probe = os.path.join(workdir, "probe.txt")
         env = clean_env(TRTCAP_BENCH_PROBE=probe)
-        base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_trivial.py"]
+        base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_suite.py"]
         commands = {"plugin": base, "no plugin": base[:3] + ["-p", "no:trtcap"] + base[3:]}
         times, cpu = interleaved(commands, runs, workdir, env, warmup=0 if quick else 1)
         with open(probe, encoding="utf-8") as f:  # one line per run, from the conftest
@@ -193,16 +232,15 @@ def suite(n_tests: int, runs: int, quick: bool) -> List[Result]:
         ),
     }
     with_plugin, without = median(times["plugin"]), median(times["no plugin"])
-    print("command: python -m pytest -q -p no:cacheprovider test_trivial.py  vs  ... -p no:trtcap")
+    print("command: python -m pytest -q -p no:cacheprovider test_suite.py  vs  ... -p no:trtcap")
     cpu_with, cpu_without = median(cpu["plugin"]), median(cpu["no plugin"])
     print(f"with plugin:   wall median {with_plugin:.3f} s (range {spread(times['plugin'])} s); "
           f"CPU median {cpu_with:.3f} s; probe: {probes['plugin']}")
     print(f"-p no:trtcap:  wall median {without:.3f} s (range {spread(times['no plugin'])} s); "
           f"CPU median {cpu_without:.3f} s (CPU ratio {cpu_with / cpu_without:.3f}); probe: {probes['no plugin']}")
     paired = paired_median(times["plugin"], times["no plugin"])
-    result = Result("isolation_suite", f"suite of {n_tests} trivial tests with torch_tensorrt imported (wall time)",
-                    with_plugin, without, "s", SUITE_TARGET, checked=not quick, paired=paired, rounds=runs,
-                    ratios=per_round(times["plugin"], times["no plugin"]),
+    result = Result(name, label.format(n=n_tests), with_plugin, without, "s", target, checked=not quick,
+                    paired=paired, rounds=runs, ratios=per_round(times["plugin"], times["no plugin"]),
                     detail={"runs": f"{runs} each, alternated", "tests": str(n_tests),
                             "CPU time (user + system, medians)":
                                 f"{cpu_with:.3f} s vs {cpu_without:.3f} s, ratio {cpu_with / cpu_without:.3f}"})
@@ -218,7 +256,7 @@ def run(quick: bool = False, iterations: int = 0, tests: int = 0, runs: int = 0)
     iterations = iterations or (300 if quick else 5000)
     tests = tests or (20 if quick else 2000)
     runs = runs or (1 if quick else 5)
-    return per_test(iterations, quick) + suite(tests, runs, quick)
+    return per_test(iterations, quick) + [r for shape in SHAPES for r in suite(tests, runs, quick, shape)]
 
 
 def main(argv: List[str] = None) -> int:
