@@ -153,7 +153,7 @@ def test_an_unpartitioned_graph_finds_what_its_partition_finds(targets, guarded)
 
 def test_an_unpartitioned_graph_leaves_out_the_torch_executed_ops(targets):
     targets("7.5")
-    settings = tm.compilation_settings(torch_executed_ops={LINEAR})
+    settings = tm.compilation_settings(torch_executed_ops={torch.ops.aten.linear.default})
     assert unservable_placements(tm.lowered_mlp(), settings) == []
     assert len(unservable_placements(tm.lowered_mlp(), tm.compilation_settings())) == 2
 
