@@ -1,19 +1,23 @@
 """The placement audit: nodes a partitioner put on TensorRT that the declared targets cannot serve.
 
-The guards act through the converter registry's validators; the audit does not consult them. It reads each node
-of every ``_run_on_acc*`` block itself (its op, and its operands' dtypes and ranks from ``meta["val"]``) and asks
-the rules table, so a target the guards never saw (a new converter, a node created by a lowering pass, guards
-switched off) still shows up. Works on CPU: nothing is built or run.
+The guards act through the converter registry's validators; the audit does not ask them whether a node is
+servable. It reads each node of every ``_run_on_acc*`` block itself (its op, and its operands' dtypes and ranks
+from ``meta["val"]``) and asks the rules table, so a target the guards never saw (a new converter, a node created by
+a lowering pass, guards switched off) still shows up. An unpartitioned graph is read the same way, node by node,
+for the nodes Torch-TensorRT's own operator support would offer to TensorRT (there the validators take part, as
+they do in the partitioner). A module it cannot see into (compiled blocks hold engines, not graphs) is refused:
+an empty answer would read as a pass. Works on CPU: nothing is built or run.
 """
 
 from __future__ import annotations
 
-from typing import Any, List, NamedTuple, Optional
+from typing import Any, Iterator, List, NamedTuple, Optional, Tuple
 
 import trtcap_guards as guards
+from trtcap_guards.live_registry import converter_registry
 from trtcap_guards.rules import RULES, Rule, target_name_of
 
-from .partitions import ACC_PREFIX
+from .partitions import ACC_PREFIX, GPU_PREFIX
 from .text import one_line
 
 
@@ -36,7 +40,14 @@ _RULES_BY_NAME = {r.name: r for r in RULES}
 TENSORRT_BACKEND = "tensorrt"
 
 
-def _acc_blocks(module: Any) -> List[tuple]:
+#: The block a node of an unpartitioned graph is named by: nothing placed it yet, Torch-TensorRT would offer it.
+UNPARTITIONED = "(not partitioned)"
+_INSTEAD = ("pass the module a Torch-TensorRT partitioner returned, the exported or lowered GraphModule, or run "
+            "the suite with --trtcap-audit")
+Located = Tuple[str, Any]  # (block, fx node)
+
+
+def _named_modules(module: Any) -> List[Tuple[str, Any]]:
     named = getattr(module, "named_modules", None)
     if not callable(named):
         hint = " unpack the partitioner's result (module, ...)" if isinstance(module, tuple) else ""
@@ -44,8 +55,22 @@ def _acc_blocks(module: Any) -> List[tuple]:
             "unservable_placements: expected the torch.nn.Module a Torch-TensorRT partitioner returned, "
             f"got a {type(module).__name__}:{hint or ' ' + repr(module)[:80]}"
         )
-    return [(name, child) for name, child in named()
-            if _on_tensorrt(name.rsplit(".", 1)[-1]) and getattr(child, "graph", None) is not None]
+    return list(named())
+
+
+def _acc_blocks(named: List[Tuple[str, Any]]) -> List[Tuple[str, Any]]:
+    """The TensorRT blocks, each with its graph; one without (a compiled engine) is refused, never skipped."""
+    blocks = []
+    for name, child in named:
+        if not _on_tensorrt(name.rsplit(".", 1)[-1]):
+            continue
+        if getattr(child, "graph", None) is None:
+            raise TypeError(
+                f"unservable_placements: cannot see into {name}, a {type(child).__name__} (a compiled TensorRT "
+                "engine, no graph): pass the module a Torch-TensorRT partitioner returned (before compile), or run "
+                "the suite with --trtcap-audit")
+        blocks.append((name, child))
+    return blocks
 
 
 def _on_tensorrt(block: str) -> bool:
@@ -58,6 +83,42 @@ def _on_tensorrt(block: str) -> bool:
     return first.isdigit() or first in ("", TENSORRT_BACKEND)
 
 
+def _in_blocks(blocks: List[Tuple[str, Any]]) -> Iterator[Located]:
+    for block, child in blocks:
+        for node in child.graph.nodes:
+            if node.op == "call_function":
+                yield block, node
+
+
+def _offered(module: Any, settings: Any) -> Iterator[Located]:
+    """The nodes of an unpartitioned graph that Torch-TensorRT's partitioners would offer to TensorRT, asked of
+    their own operator support (a converter accepts the node, it is not in ``torch_executed_ops``): the validators
+    decide as they would while partitioning, so a guard that moves a node off TensorRT moves it off here too."""
+    registry = converter_registry()  # imports Torch-TensorRT through the guards where nothing has yet
+    from torch_tensorrt.dynamo.partitioning._global_partitioner import TorchTensorRTOperatorSupport
+
+    executed = getattr(settings if settings is not None else registry.compilation_settings, "torch_executed_ops", None)
+    support = TorchTensorRTOperatorSupport(torch_executed_ops=executed or set())
+    modules = dict(module.named_modules())
+    for node in module.graph.nodes:
+        if node.op == "call_function" and support.is_node_supported(modules, node):
+            yield UNPARTITIONED, node
+
+
+def _located(module: Any, settings: Any) -> Iterator[Located]:
+    """Where to look, decided (and what cannot be seen into refused) before anything is read."""
+    import torch
+
+    named = _named_modules(module)
+    blocks = _acc_blocks(named)
+    if blocks or any(n.rsplit(".", 1)[-1].startswith((ACC_PREFIX, GPU_PREFIX)) for n, _ in named):
+        return _in_blocks(blocks)
+    if isinstance(module, torch.fx.GraphModule):
+        return _offered(module, settings)
+    raise TypeError(f"unservable_placements: cannot see into a {type(module).__name__} (no fx graph, no "
+                    f"partitions): {_INSTEAD}")
+
+
 def _rejecting(node: Any, rules: List[Rule], settings: Any) -> Optional[Rule]:
     name = target_name_of(getattr(node, "target", None))
     for rule in rules:
@@ -66,24 +127,34 @@ def _rejecting(node: Any, rules: List[Rule], settings: Any) -> Optional[Rule]:
     return None
 
 
-def unservable_placements(module: Any, settings: Any = None) -> List[UnservablePlacement]:
-    """Every ``call_function`` node of ``module``'s ``_run_on_acc*`` blocks that a rule forbids on the declared
-    targets (``settings.target_compute_capabilities`` > declared > ``TRTCAP_TARGET_SM`` > host device), in graph
-    order. Empty off Turing, with the standard backend, or when nothing forbidden was placed on TensorRT."""
-    blocks = _acc_blocks(module)  # refuses what is no module before anything else: no silent pass
+def _judged(located: Iterator[Located], settings: Any) -> List[UnservablePlacement]:
     decision = guards.capability_decision(settings)
     rules = [r for r in RULES if decision.targets_capability(r.capability)]
     if not rules:
         return []
     found = []
-    for block, child in blocks:
-        for node in child.graph.nodes:
-            if node.op != "call_function":
-                continue
-            rule = _rejecting(node, rules, settings)
-            if rule is not None:
-                found.append(UnservablePlacement(block, node.name, target_name_of(node.target), rule.name))
+    for block, node in located:
+        rule = _rejecting(node, rules, settings)
+        if rule is not None:
+            found.append(UnservablePlacement(block, node.name, target_name_of(node.target), rule.name))
     return found
+
+
+def unservable_placements(module: Any, settings: Any = None) -> List[UnservablePlacement]:
+    """Every ``call_function`` node placed on TensorRT (in ``module``'s ``_run_on_acc*`` blocks) or, for an
+    unpartitioned graph (``exported.module()``, the lowered graph), every one Torch-TensorRT would offer to it
+    (block :data:`UNPARTITIONED`), that a rule forbids on the declared targets
+    (``settings.target_compute_capabilities`` > declared > ``TRTCAP_TARGET_SM`` > host device), in graph order.
+    Empty off Turing, with the standard backend, or when nothing forbidden is there. A module it cannot see into
+    (compiled TensorRT blocks, an nn.Module that is neither partitioned nor a graph) is a ``TypeError``, never a
+    pass."""
+    return _judged(_located(module, settings), settings)
+
+
+def unservable_in_partition(module: Any, settings: Any = None) -> List[UnservablePlacement]:
+    """:func:`unservable_placements` of a partitioner's result, read as one: a result without blocks (no run of
+    supported nodes reached ``min_block_size``) put nothing on TensorRT, whatever its graph holds."""
+    return _judged(_in_blocks(_acc_blocks(_named_modules(module))), settings)
 
 
 def describe_placements(placements: List[UnservablePlacement]) -> str:
@@ -96,8 +167,10 @@ def assert_servable_placements(module: Any, settings: Any = None) -> None:
     found = unservable_placements(module, settings)
     if found:
         decision = guards.capability_decision(settings)
+        placed = ("that Torch-TensorRT would offer to TensorRT (the graph is not partitioned)"
+                  if found[0].block == UNPARTITIONED else "placed on TensorRT")
         raise AssertionError(
-            f"{len(found)} node(s) placed on TensorRT that the declared targets cannot serve:\n"
+            f"{len(found)} node(s) {placed} that the declared targets cannot serve:\n"
             f"{describe_placements(found)}\n"
             f"trtcap: targets Turing on TensorRT-RTX = {decision.targets_turing}: {one_line(decision.reason)}"
         )

@@ -2,7 +2,7 @@
 
 Once the suite has imported torch_tensorrt, the partitioner entry points of ``torch_tensorrt.dynamo.partitioning``
 (the attributes ``dynamo.compile`` and suites call) are wrapped: each partitioned module goes through
-:func:`pytest_trtcap.audit.unservable_placements`, and what it finds is attributed to the running test. The
+:func:`pytest_trtcap.audit.unservable_in_partition`, and what it finds is attributed to the running test. The
 originals are put back when the session ends. Resource partitioning only splits ``_run_on_acc*`` blocks further
 (it never moves a node between TensorRT and PyTorch), so the partitions it starts from are the ones audited.
 Imported only when the setting is on.
@@ -18,7 +18,7 @@ import pytest
 
 from trtcap_guards.live_registry import loaded_converter_registry
 
-from .audit import unservable_placements
+from .audit import unservable_in_partition
 from .report_properties import OwnProperties
 
 PARTITIONING = "torch_tensorrt.dynamo.partitioning"
@@ -83,7 +83,7 @@ class AuditSession:
         # them (``use_fp32_acc`` runs FP16 GEMMs as FP32), and the partitioners take none of their own
         settings = getattr(loaded_converter_registry(), "compilation_settings", None)
         try:
-            found = [p.describe() for p in unservable_placements(module, settings)]
+            found = [p.describe() for p in unservable_in_partition(module, settings)]
         except Exception as exc:  # pragma: no cover - the rules are total; this is the last line of defence
             found = [f"audit failed: {type(exc).__name__}: {exc}"]
         self.audited[key] = self.audited.get(key, 0) + 1

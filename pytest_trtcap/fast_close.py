@@ -58,6 +58,11 @@ def _tensor_passes(a: Any, e: Any, torch: Any, rtol: Optional[float], atol: Opti
     return bool(torch.isclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan).all())
 
 
+def _plain_tolerance(value: Any) -> bool:
+    """None, or a non-negative int or float (NaN is not): what ``isclose`` takes as torch's comparison does."""
+    return value is None or (type(value) in (int, float) and value >= 0)
+
+
 def passes(actual: Any, expected: Any, torch: Any, options: Dict[str, Any]) -> bool:
     """True only where ``torch.testing.assert_close(actual, expected, **options)`` is known to pass."""
     if not _OPTIONS.issuperset(options):
@@ -66,6 +71,8 @@ def passes(actual: Any, expected: Any, torch: Any, options: Dict[str, Any]) -> b
     if (rtol is None) != (atol is None):  # torch raises a ValueError for that: let it
         return False
     equal_nan = options.get("equal_nan", False)
+    if not (_plain_tolerance(rtol) and _plain_tolerance(atol) and type(equal_nan) is bool):
+        return False  # torch words a bad option its own way (a RuntimeError naming the pair): let it
     if type(actual) is torch.Tensor and type(expected) is torch.Tensor:  # the common case, no list
         return _tensor_passes(actual, expected, torch, rtol, atol, equal_nan)
     pairs: List[Tuple[Any, Any]] = []

@@ -13,7 +13,7 @@ element is zero is scanned in full. torch is imported when the function is first
 
 from __future__ import annotations
 
-from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import trtcap_guards as guards
 from trtcap_guards.rules import RULES
@@ -25,6 +25,7 @@ ALL_ZERO = "all-zero output where eager is non-zero"
 NAN = "NaN output where eager is not NaN"
 INF = "Inf output where eager is not the same Inf"
 MISMATCH = "output mismatch (no all-zero, NaN or Inf output)"
+STRUCTURE = "output does not match eager in structure (torch's report follows)"
 
 
 def assert_trt_close(actual: Any, expected: Any, *, settings: Any = None, **tolerances: Any) -> None:
@@ -33,22 +34,31 @@ def assert_trt_close(actual: Any, expected: Any, *, settings: Any = None, **tole
     reported, and an all-zero output fails even where the tolerances would let it pass."""
     import torch
 
+    check_dtype = tolerances.get("check_dtype", True)
     if not fast_close.passes(actual, expected, torch, tolerances):
         try:
             torch.testing.assert_close(actual, expected, **tolerances)
         except AssertionError as exc:
-            problems = _problems(actual, expected, torch)
-            raise AssertionError(_message(problems, settings) if problems else
-                                 f"trtcap: {MISMATCH}\n{exc}\n{_decision(settings)}") from None
+            raise AssertionError(_failure(actual, expected, torch, check_dtype, str(exc), settings)) from None
     if isinstance(actual, torch.Tensor):  # the common case, without walking a structure
         if not _first_is_zero(actual):
             return
     elif not any(_first_is_zero(a) for a in _leaves(actual, torch)):
         return
-    zeros = [(ALL_ZERO, path, _zero_detail(path, a, e)) for path, a, e in _pairs(actual, expected, torch)
-             if _may_be_all_zero(a) and _all_zero_where_eager_is_not(a, e)]
+    zeros = [(ALL_ZERO, path, _zero_detail(path, a, e)) for path, a, e in _walk(actual, expected, torch, check_dtype)
+             .pairs if _may_be_all_zero(a) and _all_zero_where_eager_is_not(a, e)]
     if zeros:
         raise AssertionError(_message(zeros, settings))
+
+
+def _failure(actual: Any, expected: Any, torch: Any, check_dtype: Any, report: str, settings: Any) -> str:
+    """The message for a comparison torch failed with ``report``: the all-zero, NaN and Inf outputs among the
+    tensors that match eager in structure, and torch's report where something does not."""
+    walk = _walk(actual, expected, torch, check_dtype)
+    problems = _problems(walk.pairs, torch)
+    if problems:
+        return _message(problems, settings, report if walk.mismatched else None)
+    return f"trtcap: {STRUCTURE if walk.mismatched else MISMATCH}\n{report}\n{_decision(settings)}"
 
 
 def _first_is_zero(tensor: Any) -> bool:
@@ -89,40 +99,60 @@ def _zero_detail(path: str, a: Any, e: Any) -> str:
     return f"{path} (shape {tuple(a.shape)}, {a.dtype}) is all zeros; eager has {nonzero} non-zero element(s)"
 
 
-def _leaves(value: Any, torch: Any, depth: int = 0) -> Iterator[Any]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif depth < 32 and isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _leaves(v, torch, depth + 1)
-    elif depth < 32 and isinstance(value, Mapping):
-        for v in value.values():
-            yield from _leaves(v, torch, depth + 1)
+def _leaves(value: Any, torch: Any) -> Iterator[Any]:
+    """Every tensor of a nested structure, at any depth (a walk, not a recursion)."""
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            stack.extend(reversed(value))
+        elif isinstance(value, Mapping):
+            stack.extend(reversed(list(value.values())))
 
 
-def _pairs(
-    actual: Any, expected: Any, torch: Any, path: str = "output", depth: int = 0
-) -> Iterator[Tuple[str, Any, Any]]:
-    """(path, actual tensor, expected tensor) for every tensor leaf present on both sides."""
-    if isinstance(actual, torch.Tensor) and isinstance(expected, torch.Tensor):
-        yield path, actual, expected
-    elif depth >= 32:
-        return
-    elif isinstance(actual, Sequence) and isinstance(expected, Sequence) and not isinstance(actual, str):
-        for i, (a, e) in enumerate(zip(actual, expected)):
-            yield from _pairs(a, e, torch, f"{path}[{i}]", depth + 1)
-    elif isinstance(actual, Mapping) and isinstance(expected, Mapping):
-        for key in actual:
-            if key in expected:
-                yield from _pairs(actual[key], expected[key], torch, f"{path}[{key!r}]", depth + 1)
+class Walk(NamedTuple):
+    """Two structures read side by side, as ``assert_close`` pairs them."""
+
+    pairs: List[Tuple[str, Any, Any]]  # (path, actual, expected): tensors that match in shape (and dtype)
+    mismatched: bool  # somewhere they do not match in structure (shape, dtype, length, keys or type)
+
+
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str)
+
+
+def _walk(actual: Any, expected: Any, torch: Any, check_dtype: bool = True) -> Walk:
+    """Pair the tensors of ``actual`` and ``expected`` at any depth, in order; a pair or a container that does not
+    match in structure is left out (only torch's report can say what is wrong there) and marks the walk."""
+    pairs: List[Tuple[str, Any, Any]] = []
+    mismatched = False
+    stack = [("output", actual, expected)]
+    while stack:
+        path, a, e = stack.pop()
+        tensors = isinstance(a, torch.Tensor), isinstance(e, torch.Tensor)
+        if all(tensors):
+            same = a.shape == e.shape and (a.dtype == e.dtype or not check_dtype)
+            pairs.extend([(path, a, e)] if same else [])
+            mismatched |= not same
+        elif any(tensors):
+            mismatched = True
+        elif _is_sequence(a) and _is_sequence(e) and len(a) == len(e):
+            stack.extend((f"{path}[{i}]", a[i], e[i]) for i in reversed(range(len(a))))
+        elif isinstance(a, Mapping) and isinstance(e, Mapping) and a.keys() == e.keys():
+            stack.extend((f"{path}[{k!r}]", a[k], e[k]) for k in reversed(list(a)))
+        elif _is_sequence(a) or _is_sequence(e) or isinstance(a, Mapping) or isinstance(e, Mapping):
+            mismatched = True
+    return Walk(pairs, mismatched)
 
 
 Problem = Tuple[str, str, str]  # (kind, path, detail)
 
 
-def _problems(actual: Any, expected: Any, torch: Any) -> List[Problem]:
+def _problems(pairs: List[Tuple[str, Any, Any]], torch: Any) -> List[Problem]:
     out: List[Problem] = []
-    for path, a, e in _pairs(actual, expected, torch):
+    for path, a, e in pairs:
         try:
             problem = _tensor_problem(path, a.detach(), e.detach(), torch)
         except Exception:  # a tensor these checks cannot read: torch's comparison has the last word
@@ -162,10 +192,12 @@ def _rules_lines(settings: Any) -> List[str]:
         f"  {r.name}: {r.cannot_serve} on SM {r.capability[0]}.{r.capability[1]} ({r.why})" for r in rules]
 
 
-def _message(problems: List[Problem], settings: Any) -> str:
+def _message(problems: List[Problem], settings: Any, structure_report: Optional[str] = None) -> str:
     kinds = list(dict.fromkeys(kind for kind, _, _ in problems))
     lines = [f"trtcap: {' and '.join(kinds)}"]
     lines.extend(f"  {detail}" for _, _, detail in problems)
+    if structure_report is not None:
+        lines += [f"trtcap: {STRUCTURE}", structure_report]
     lines += [_decision(settings), *_rules_lines(settings),
               "trtcap: on a GPU, an op the target cannot serve returns zeros with dynamic shapes: check the placement "
               "(pytest_trtcap.unservable_placements)"]

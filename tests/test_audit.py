@@ -14,6 +14,7 @@ pytestmark = pytest.mark.usefixtures("tt")
 
 LINEAR = "aten.linear.default"
 ASYM = "tensorrt.conv_asym_pad.default"
+UNPARTITIONED = "(not partitioned)"  # the block a node of an unpartitioned graph is named by
 
 
 def mlp_partitioned() -> torch.fx.GraphModule:
@@ -115,10 +116,91 @@ def test_assert_servable_placements_lists_them_with_the_decision(targets):
     ]
 
 
-@pytest.mark.parametrize("module", [torch.nn.Linear(2, 2), torch.fx.symbolic_trace(torch.nn.ReLU())])
-def test_a_module_without_acc_blocks_has_nothing_to_find(module, targets):
+def test_a_traced_graph_without_an_unservable_node_has_nothing_to_find(targets):
     targets("7.5")
-    assert unservable_placements(module) == []
+    assert unservable_placements(torch.fx.symbolic_trace(torch.nn.ReLU())) == []
+
+
+def test_a_partition_that_put_nothing_on_tensorrt_has_nothing_to_find(targets, guarded):
+    targets("7.5")
+    pm = tm.partition(tm.gemm_graph("mm"))
+    assert tm.children(pm) == ["_run_on_gpu_0"]
+    assert unservable_placements(pm) == []
+
+
+@pytest.mark.parametrize("graph", ["lowered", "exported"])
+def test_an_unpartitioned_graph_lists_each_node_torch_tensorrt_would_offer_to_tensorrt(graph, targets):
+    """``exported.module()`` and the lowered graph hold every node: each one Torch-TensorRT's partitioners would
+    offer to TensorRT (a converter accepts it, it is not in ``torch_executed_ops``) is judged as a placed one."""
+    targets("7.5")
+    gm = tm.lowered_mlp() if graph == "lowered" else tm.export(*tm.mlp()).module()
+    assert unservable_placements(gm) == [
+        UnservablePlacement(UNPARTITIONED, "linear", LINEAR, "fp32_gemm"),
+        UnservablePlacement(UNPARTITIONED, "linear_1", LINEAR, "fp32_gemm"),
+    ]
+
+
+def test_an_unpartitioned_graph_finds_what_its_partition_finds(targets, guarded):
+    """With the guards on, no converter accepts an FP32 linear at 7.5: nothing is offered, as the partition shows;
+    with the guard neutralized both linears are offered again, and both audits list them."""
+    targets("7.5")
+    assert unservable_placements(tm.lowered_mlp()) == unservable_placements(mlp_partitioned()) == []
+    with guards.neutralize(LINEAR):
+        unpartitioned = [(p.node, p.rule) for p in unservable_placements(tm.lowered_mlp())]
+        partitioned = [(p.node, p.rule) for p in unservable_placements(mlp_partitioned())]
+    assert unpartitioned == partitioned == [("linear", "fp32_gemm"), ("linear_1", "fp32_gemm")]
+
+
+def test_an_unpartitioned_graph_leaves_out_the_torch_executed_ops(targets):
+    targets("7.5")
+    settings = tm.compilation_settings(torch_executed_ops={torch.ops.aten.linear.default})
+    assert unservable_placements(tm.lowered_mlp(), settings) == []
+    assert len(unservable_placements(tm.lowered_mlp(), tm.compilation_settings())) == 2
+
+
+def test_assert_servable_placements_on_an_unpartitioned_graph_says_the_nodes_would_be_offered(targets):
+    targets("7.5")
+    with pytest.raises(AssertionError) as info:
+        assert_servable_placements(tm.lowered_mlp())
+    assert str(info.value).splitlines()[:3] == [
+        "2 node(s) that Torch-TensorRT would offer to TensorRT (the graph is not partitioned) that the declared "
+        "targets cannot serve:",
+        f"  {UNPARTITIONED}: linear (aten.linear.default) -> fp32_gemm: FP32 GEMM on SM 7.5",
+        f"  {UNPARTITIONED}: linear_1 (aten.linear.default) -> fp32_gemm: FP32 GEMM on SM 7.5",
+    ]
+
+
+@pytest.mark.parametrize("check", [unservable_placements, assert_servable_placements])
+def test_a_compiled_module_is_refused_naming_what_to_pass_instead(check, targets):
+    """What ``torch_tensorrt.dynamo.compile`` returns: its TensorRT blocks hold engines, not graphs, so nothing in
+    it says what was placed there (see :func:`trt_models.compiled_blocks`)."""
+    targets("7.5")
+    compiled = tm.compiled_blocks(mlp_partitioned())
+    with pytest.raises(TypeError) as info:
+        check(compiled)
+    assert str(info.value) == (
+        "unservable_placements: cannot see into _run_on_acc_0, a TorchTensorRTModule (a compiled TensorRT engine, "
+        "no graph): pass the module a Torch-TensorRT partitioner returned (before compile), or run the suite with "
+        "--trtcap-audit")
+
+
+def test_a_compiled_module_nested_in_a_model_is_refused_by_its_path(targets):
+    targets("7.5")
+    holder = torch.nn.Sequential(tm.compiled_blocks(mlp_partitioned()))
+    with pytest.raises(TypeError, match=r"cannot see into 0\._run_on_acc_0, a TorchTensorRTModule"):
+        unservable_placements(holder)
+
+
+@pytest.mark.parametrize("module", [torch.nn.Linear(2, 2), torch.nn.Sequential(torch.nn.ReLU())],
+                         ids=["Linear", "Sequential"])
+def test_a_module_that_is_neither_graph_nor_partition_is_refused(module, targets):
+    targets("7.5")
+    with pytest.raises(TypeError) as info:
+        assert_servable_placements(module)
+    assert str(info.value).startswith(
+        f"unservable_placements: cannot see into a {type(module).__name__} (no fx graph, no partitions): pass "
+        "the module a Torch-TensorRT partitioner returned, the exported or lowered GraphModule, or run the suite "
+        "with --trtcap-audit")
 
 
 @pytest.mark.parametrize("value", [object(), None, "abc", 42])

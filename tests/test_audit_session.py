@@ -72,6 +72,17 @@ def test_plugin_audit_finds_nothing_with_guards_on_or_at_ada(suite, args):
     assert "unservable placement(s)" not in result.stdout.str()
 
 
+def test_a_partition_too_small_for_any_tensorrt_block_is_audited_as_nothing_on_tensorrt(suite):
+    """The global partitioner hands back the graph itself, with no block, when no run of supported nodes reaches
+    ``min_block_size``: its linears run in PyTorch, and the audit of what the partitioner placed finds nothing."""
+    suite.makepyfile(test_model=SUITE.replace("partitioning.fast_partition(lower(model, x), min_block_size=1)",
+                                              "partitioning.global_partition(lower(model, x), min_block_size=50)"))
+    result = suite.runpytest("-p", "no:randomly", "--trt-target-sm", "7.5", "--trtcap-guards", "off",
+                             "--trtcap-audit")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*- trtcap -*", "placement audit: 1 partition(s) audited; no unservable placements"])
+
+
 def test_plugin_audit_is_an_error_under_strict(suite):
     result = suite.runpytest("-p", "no:randomly", "--trt-target-sm", "7.5", "--trtcap-guards", "off",
                              "--trtcap-audit", "--trtcap-strict", "-vv")  # -vv: the ERROR line whole at any width

@@ -6,9 +6,18 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_trtcap import fast_close
+from pytest_trtcap import assert_trt_close, fast_close
 
 X = torch.linspace(-3, 3, 12).reshape(3, 4)
+ZEROS = torch.zeros(3)
+SMALL = torch.full((3,), 1e-7)
+
+
+def nested(leaf, depth: int):
+    for _ in range(depth):
+        leaf = [leaf]
+    return leaf
+
 NAN = torch.tensor([1.0, float("nan")])
 INF = torch.tensor([1.0, float("inf"), -float("inf")])
 
@@ -52,13 +61,28 @@ CASES = {
     "keys differ": ({"a": X}, {"b": X}, {}),
     "number leaves": ([1.0, X], [1.0, X], {}),
     "msg given": (X, X, {"msg": "custom"}),
+    "nested 10 deep": (nested(X, 10), nested(X.clone(), 10), {}),
+    "nested 40 deep": (nested(X, 40), nested(X.clone(), 40), {}),
+    "zeros nested 10 deep": (nested(ZEROS, 10), nested(SMALL, 10), {}),
+    "zeros nested 40 deep": (nested(ZEROS, 40), nested(SMALL, 40), {}),
+    "zeros of another shape": (ZEROS, torch.ones(4), {}),
+    "zeros of another dtype": (ZEROS, SMALL.double(), {}),
+    "zeros of another dtype unchecked": (ZEROS, SMALL.double(), {"check_dtype": False}),
+    "zeros in a shorter list": ([ZEROS], [SMALL, SMALL], {}),
+    "tolerance str": (X, X, {"rtol": "0.1", "atol": "0.1"}),
+    "tolerance list": (X, X, {"rtol": [0.1], "atol": [0.1]}),
+    "tolerance negative": (X, X, {"rtol": -1.0, "atol": -1.0}),
+    "tolerance nan": (X, X, {"rtol": float("nan"), "atol": 0.0}),
+    "tolerance bool": (X, X, {"rtol": True, "atol": False}),
+    "tolerance 0-d tensor": (X, X, {"rtol": torch.tensor(0.1), "atol": torch.tensor(0.1)}),
+    "equal_nan str": (NAN, NAN.clone(), {"equal_nan": "yes"}),
 }
 
 
 def torch_passes(actual, expected, options) -> bool:
     try:
         torch.testing.assert_close(actual, expected, **options)
-    except (AssertionError, ValueError, TypeError):
+    except Exception:  # AssertionError, or the ValueError, TypeError, RuntimeError of a bad option
         return False
     return True
 
@@ -78,3 +102,21 @@ def test_the_plain_passing_cases_take_the_fast_path(name):
     actual, expected, options = CASES[name]
     assert torch_passes(actual, expected, options)
     assert fast_close.passes(actual, expected, torch, dict(options))
+
+
+def outcome(actual, expected, options):
+    try:
+        assert_trt_close(actual, expected, **options)
+    except Exception as exc:
+        return type(exc), str(exc)
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_assert_trt_close_says_the_same_with_and_without_the_fast_path(name, monkeypatch):
+    """The fast path is only a shortcut: nested, mismatched or badly given, every input gets the answer (pass, or
+    the same exception and words) that torch's own comparison leads to."""
+    actual, expected, options = CASES[name]
+    fast = outcome(actual, expected, dict(options))
+    monkeypatch.setattr(fast_close, "passes", lambda *args: False)
+    assert fast == outcome(actual, expected, dict(options))

@@ -98,7 +98,7 @@ def test_numeric_mismatch_keeps_torchs_message(targets):
 def test_tolerances_and_options_are_torchs():
     assert_trt_close(EAGER + 0.05, EAGER, rtol=0, atol=0.1)
     assert failure(EAGER + 0.05, EAGER, rtol=0, atol=0.01).startswith("trtcap: output mismatch")
-    assert failure(EAGER.double(), EAGER).startswith("trtcap: output mismatch")  # dtype checked
+    assert failure(EAGER.double(), EAGER).startswith("trtcap: output does not match eager in structure")  # dtype
     assert_trt_close(EAGER.double(), EAGER, check_dtype=False)
 
 
@@ -108,9 +108,69 @@ def test_integer_and_bool_outputs():
     assert failure(torch.tensor([False]), torch.tensor([True])).startswith("trtcap: all-zero output")
 
 
-def test_structure_mismatch_is_torchs_message():
-    message = failure([EAGER], [EAGER, EAGER])
-    assert message.startswith("trtcap: output mismatch") and "length" in message.lower()
+def torch_failure(actual, expected, **kw) -> str:
+    with pytest.raises(AssertionError) as info:
+        torch.testing.assert_close(actual, expected, **kw)
+    return str(info.value)
+
+
+def nested(leaf, depth: int):
+    for _ in range(depth):
+        leaf = [leaf]
+    return leaf
+
+
+@pytest.mark.parametrize("actual, expected", [
+    ([EAGER], [EAGER, EAGER]),
+    (torch.zeros(3), torch.ones(4)),
+    (torch.zeros(3), torch.ones(3, dtype=torch.float64)),
+    ([torch.zeros(3)], [torch.ones(3), torch.ones(3)]),
+    ({"a": torch.zeros(3)}, {"b": torch.ones(3)}),
+    ({"a": [torch.zeros(2)]}, {"a": [torch.ones(2, 1)]}),
+], ids=["length", "shape", "dtype", "length of zeros", "keys", "nested shape"])
+def test_a_structure_mismatch_is_reported_as_torch_reports_it_not_as_an_all_zero_output(actual, expected):
+    """Zeros of another shape, dtype or count than eager's say nothing about TensorRT: the test compares the wrong
+    things, and torch's report (shape, dtype, length, keys) is the one that says so."""
+    message = failure(actual, expected)
+    assert message.splitlines()[0] == "trtcap: output does not match eager in structure (torch's report follows)"
+    assert torch_failure(actual, expected) in message
+    assert "all-zero" not in message
+
+
+def test_the_zero_check_reads_the_outputs_that_match_in_structure_beside_one_that_does_not():
+    actual = [torch.zeros(3), torch.zeros(2)]
+    expected = [torch.ones(3), torch.ones(4)]
+    lines = failure(actual, expected).splitlines()
+    assert lines[:2] == ["trtcap: all-zero output where eager is non-zero",
+                         "  output[0] (shape (3,), torch.float32) is all zeros; eager has 3 non-zero element(s)"]
+    report = lines.index("trtcap: output does not match eager in structure (torch's report follows)")
+    assert "\n".join(lines[report + 1:]).startswith(torch_failure(actual, expected))
+
+
+@pytest.mark.parametrize("depth", [33, 40, 200])
+def test_an_all_zero_output_nested_at_any_depth_is_found(depth):
+    small = torch.full((3,), 1e-7)
+    torch.testing.assert_close(nested(torch.zeros(3), depth), nested(small, depth))  # the silent case
+    message = failure(nested(torch.zeros(3), depth), nested(small, depth))
+    assert message.splitlines()[:2] == [
+        "trtcap: all-zero output where eager is non-zero",
+        f"  output{'[0]' * depth} (shape (3,), torch.float32) is all zeros; eager has 3 non-zero element(s)"]
+
+
+@pytest.mark.parametrize("depth", [33, 200])
+def test_a_nan_output_nested_at_any_depth_is_named(depth):
+    nan = torch.tensor([1.0, float("nan")])
+    assert failure(nested(nan, depth), nested(torch.ones(2), depth)).startswith("trtcap: NaN output")
+
+
+@pytest.mark.parametrize("tolerance", ["0.1", [0.1], 1j, object(), float("nan"), -1.0, torch.tensor([0.1, 0.2, 0.3])],
+                         ids=["str", "list", "complex", "object", "nan", "negative", "tensor of three"])
+def test_a_bad_tolerance_fails_as_torchs_assert_close_fails(tolerance):
+    with pytest.raises(Exception) as theirs:
+        torch.testing.assert_close(EAGER, EAGER.clone(), rtol=tolerance, atol=tolerance)
+    with pytest.raises(Exception) as ours:
+        assert_trt_close(EAGER, EAGER.clone(), rtol=tolerance, atol=tolerance)
+    assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))
 
 
 def test_settings_targets_are_used_for_the_decision(targets):

@@ -269,6 +269,23 @@ def pad_conv_graph(dims: int) -> torch.fx.GraphModule:
     return lowered(("pad_conv", dims), lambda: pad_conv(dims))
 
 
+def compiled_blocks(pm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """``pm`` with each ``_run_on_acc_*`` block replaced the way ``torch_tensorrt.dynamo.compile`` replaces it
+    (``setattr(partitioned_module, name, trt_module)``) by a real ``TorchTensorRTModule``, which holds an engine and
+    no graph: what compile returns.
+
+    Stands for a compiled module on this GPU-less host, where compile itself fails when it deserialises the engine:
+    the module is built as ``torch.load`` builds one before restoring its state (``serialized_engine=None``), with
+    the block's name and the compilation settings compile would give it.
+    """
+    from torch_tensorrt.dynamo.runtime import TorchTensorRTModule
+
+    settings = compilation_settings()
+    for name in [n for n, _ in pm.named_children() if n.startswith("_run_on_acc")]:
+        setattr(pm, name, TorchTensorRTModule(None, name=name, settings=settings))
+    return pm
+
+
 # --- reading a partitioned module --------------------------------------------------------------
 
 
