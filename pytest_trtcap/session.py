@@ -42,8 +42,25 @@ def _fired() -> Dict[Any, int]:
     return registry.fired() if registry is not None else {}
 
 
+_ISOLATED = pytest.StashKey[bool]()
+
+
 def _isolated(item: pytest.Item) -> bool:
-    return item.get_closest_marker(markers.NO_ISOLATION) is None
+    """Not opted out with ``trtcap_no_isolation``. Asked for every fixture a test sets up and tears down, so the
+    marker is looked up once per test."""
+    isolated = item.stash.get(_ISOLATED, None)
+    if isolated is None:
+        isolated = item.stash[_ISOLATED] = item.get_closest_marker(markers.NO_ISOLATION) is None
+    return isolated
+
+
+def _pytests_own_argument(fixturedef: Any) -> bool:
+    """The fixture pytest makes for a directly parametrized argument: it returns ``request.param`` and runs no code
+    that could change held state, so it gets no frame (a frame costs a comparison of every held object at its setup
+    and again at its teardown, per argument of every parametrized test)."""
+    func = fixturedef.func
+    return getattr(func, "__name__", "") == "get_direct_param_fixture_func" and str(
+        getattr(func, "__module__", "")).startswith("_pytest.")
 
 
 class SessionPlugin:
@@ -111,7 +128,8 @@ class SessionPlugin:
     def pytest_fixture_setup(self, fixturedef: Any) -> Generator[None, Any, Any]:
         """A fixture's changes are its own while it lives: frame them (not for an opted-out test's own fixtures)."""
         item = self.current
-        if item is None or (fixturedef.scope == "function" and not _isolated(item)):
+        if item is None or _pytests_own_argument(fixturedef) or (
+                fixturedef.scope == "function" and not _isolated(item)):
             return (yield)
         isolation = self.state.get_isolation()
         isolation.fixture_started(fixturedef, item.nodeid, woken=self.hold_at_call is item)
@@ -123,7 +141,7 @@ class SessionPlugin:
     def pytest_fixture_post_finalizer(self, fixturedef: Any) -> None:
         """Its teardown has run: what the fixture left changed is its leak, restored now, reported in teardown."""
         isolation = self.state.isolation
-        if isolation is None:
+        if isolation is None or _pytests_own_argument(fixturedef):
             return
         item = self.current
         if fixturedef.scope == "function" and item is not None and not _isolated(item):
