@@ -15,6 +15,9 @@ from .compare import comparable_tests
 from .outcomes import (
     COLLECTION_ERROR,
     COMPLETE,
+    EXIT_FAILURES,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
     FAILING,
     INCOMPLETE,
     OUTCOMES,
@@ -69,7 +72,7 @@ def claim_out_dir(out_dir: str) -> Iterator[None]:
 
 
 class UsageError(Exception):
-    """Bad command-line input; ``trtcap`` prints it and exits with ``cli.EXIT_INCOMPLETE``."""
+    """Bad command-line input; ``trtcap`` prints it and exits with ``EXIT_INCOMPLETE``."""
 
 
 def parse_arms(text: str) -> List[str]:
@@ -218,8 +221,6 @@ def _arm_summary(data: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def summarise_sweep(records: Sequence[Mapping[str, Any]], out_dir: str, pytest_args: Sequence[str]) -> Dict[str, Any]:
-    from .cli import EXIT_FAILURES, EXIT_INCOMPLETE, EXIT_OK
-
     arms = [_arm_summary(data) for data in records]
     incomplete = [a["arm"] for a in arms if a["result"] != COMPLETE]
     tests = {d["arm"]: comparable_tests(Record("", dict(d))) for d in records}
