@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional
 
-from .gcpause import gc_paused
 from .junit import STATUS_OUTCOME, junit_key, junit_status
 from .outcomes import (
     COLLECTION_ERROR,
@@ -23,7 +22,7 @@ from .outcomes import (
     UNVERIFIED,
     needs_gpu,
 )
-from .record import Record
+from .record import Record, gc_paused
 
 #: Display order; ``regression`` and ``collection error`` are what make ``trtcap compare`` exit 1.
 CLASSES = (
