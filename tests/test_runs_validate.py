@@ -8,8 +8,7 @@ import json
 import pytest
 from runs_helpers import assert_rejected, record_data, write_input
 
-from pytest_trtcap.runs.inputs import RecordError
-from pytest_trtcap.runs.record import SCHEMA, VERSION
+from pytest_trtcap.runs.record import SCHEMA, VERSION, RecordError
 from pytest_trtcap.runs.validate import validate_record
 
 

@@ -17,11 +17,10 @@ import sys
 import time
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
-from .inputs import RecordError
 from .outcomes import INCOMPLETE, outcome_counts
 from .progress import Progress, StreamWatcher, tail
 from .reconcile import reconcile
-from .record import build_record, dump_record
+from .record import RecordError, build_record, dump_record
 from .stream import empty_stream, read_stream
 
 STDERR_TAIL_LINES = 20

@@ -242,8 +242,8 @@ def _sweep(ns: argparse.Namespace, pytest_args: List[str]) -> int:
 
 def _compare(ns: argparse.Namespace) -> int:
     from . import compare
-    from .inputs import RecordError
     from .load import load_record
+    from .record import RecordError
 
     try:
         before = load_record(ns.before)

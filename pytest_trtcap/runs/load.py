@@ -10,10 +10,9 @@ import json
 import os
 from typing import Any, Dict, Optional
 
-from .inputs import RecordError, read_bytes
 from .junit import looks_like_xml, parse_junit
 from .reconcile import reconcile
-from .record import SCHEMA, STREAM_SCHEMA, VERSION, Record, build_record, gc_paused, upgrade
+from .record import SCHEMA, STREAM_SCHEMA, VERSION, Record, RecordError, build_record, gc_paused, read_bytes, upgrade
 from .stream import read_stream
 from .validate import validate_record
 

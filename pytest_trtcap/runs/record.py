@@ -28,6 +28,10 @@
     }
 
 Version 1 records (collection errors kept in ``tests`` with ``"when": "collect"``) are read and upgraded.
+
+Every input a record is read from (a record, a recorder stream, a JUnit report) is read here first: ``trtcap
+compare`` takes any path a user (or a CI artefact) hands it, and whatever that file is, the answer is either its
+bytes or a :class:`RecordError` that the command prints as one line and exits 2 on.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import datetime
 import gc
 import json
 import os
+import stat
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Mapping, Optional
 
@@ -44,6 +49,58 @@ from .outcomes import COMPLETE, needs_gpu_count, outcome_counts
 SCHEMA = "trtcap-record"
 STREAM_SCHEMA = "trtcap-stream"
 VERSION = 2
+
+#: Larger than any real record (100,000 tests make about 20 MB); /dev/zero or a runaway file stops here.
+MAX_BYTES = 512 * 1024 * 1024
+
+
+class RecordError(Exception):
+    """A file that cannot be used as a record. ``str()`` is one line naming the file and the problem."""
+
+    def __init__(self, path: Any, problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+def _read_pipe(fh: Any, limit: int) -> bytes:
+    """Up to ``limit + 1`` bytes of a pipe, in chunks (``read(limit)`` would allocate the limit up front)."""
+    chunks, size = [], 0
+    while size <= limit:
+        chunk = fh.read(1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def read_bytes(path: Any, missing: str = "no such file") -> bytes:
+    """The file's bytes (at most ``MAX_BYTES``, no devices); a RecordError naming the file and what is wrong
+    otherwise."""
+    limit = MAX_BYTES
+    try:
+        with open(path, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+                raise RecordError(path, "is a device, not a file")
+            regular = stat.S_ISREG(info.st_mode)
+            if regular and info.st_size > limit:
+                raise RecordError(path, f"larger than {limit // (1024 * 1024)} MiB: not a record trtcap can use")
+            data = fh.read() if regular else _read_pipe(fh, limit)
+    except FileNotFoundError:
+        raise RecordError(path, missing) from None
+    except IsADirectoryError:
+        raise RecordError(path, "is a directory, not a file") from None
+    except PermissionError:
+        raise RecordError(path, "permission denied") from None
+    except OSError as exc:
+        raise RecordError(path, f"cannot read: {exc.strerror or exc}") from None
+    except MemoryError:
+        raise RecordError(path, "too large to read") from None
+    if len(data) > limit:
+        raise RecordError(path, f"larger than {limit // (1024 * 1024)} MiB: not a record trtcap can use")
+    return data
 
 
 def utc_now() -> str:

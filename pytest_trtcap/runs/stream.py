@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Optional
 
-from .inputs import RecordError, read_bytes
-from .record import STREAM_SCHEMA
+from .record import STREAM_SCHEMA, RecordError, read_bytes
 from .validate import check_entry, of_type
 
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Tuple
 
-from .inputs import RecordError
 from .outcomes import COMPLETE, INCOMPLETE, OUTCOMES, WHENS
-from .record import SCHEMA, VERSION
+from .record import SCHEMA, VERSION, RecordError
 
 _STR, _INT, _NUM, _BOOL = (str,), (int,), (int, float), (bool,)
 _TYPE_NAMES = {
