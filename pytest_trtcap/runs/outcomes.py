@@ -22,6 +22,9 @@ UNVERIFIED = "UNVERIFIED"
 #: arms); 2 incomplete or unverified runs/records, unusable input, or bad usage.
 EXIT_OK, EXIT_FAILURES, EXIT_INCOMPLETE = 0, 1, 2
 
+#: The signature of a test whose reports stopped after setup: the run ended (or lost the report) inside it.
+NEVER_CALLED = "Interrupted: the test never reported its call phase"
+
 #: The skip reason the plugin gives a test that failed only for want of a CUDA device (--trtcap-needs-gpu skip).
 NEEDS_GPU_PREFIX = "trtcap: needs a GPU: "
 

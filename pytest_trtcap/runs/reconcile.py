@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional
 
-from .entries import NEVER_CALLED
-from .outcomes import COMPLETE, INCOMPLETE, OUTCOMES, outcome_counts
+from .outcomes import COMPLETE, INCOMPLETE, NEVER_CALLED, OUTCOMES, outcome_counts
 
 _EXIT_MEANING = {2: "interrupted", 3: "internal error", 4: "usage error"}
 _NO_TESTS_COLLECTED = 5
