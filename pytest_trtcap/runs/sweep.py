@@ -10,7 +10,7 @@ import sys
 import warnings
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from .arm import run_arm
+from .arm import Progress, run_arm
 from .compare import comparable_tests
 from .outcomes import (
     COLLECTION_ERROR,
@@ -25,7 +25,6 @@ from .outcomes import (
     needs_gpu_count,
     outcome_counts,
 )
-from .progress import Progress
 from .record import Record
 
 DEFAULT_ARMS = "7.5,8.9"
