@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Optional
 
-from .record import STREAM_SCHEMA, RecordError, read_bytes
-from .validate import check_entry, of_type
+from .record import STREAM_SCHEMA, RecordError, check_entry, of_type, read_bytes
 
 
 def empty_stream(problem: str = "") -> Dict[str, Any]:
