@@ -20,12 +20,11 @@ import time
 from typing import IO, Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 from .outcomes import INCOMPLETE, outcome_counts
-from .reconcile import reconcile
+from .reconcile import PYTEST_USAGE_ERROR, reconcile
 from .record import RecordError, build_record, dump_record
 from .stream import empty_stream, read_stream
 
 STDERR_TAIL_LINES = 20
-_PYTEST_USAGE_ERROR = 4
 
 
 # --- progress on stderr, and the tails of an arm's output files ----------------------------------------------
@@ -191,7 +190,7 @@ def _record(arm: str, paths: ArmPaths, launch: Launch) -> Dict[str, Any]:
     if stream.get("stream_error"):
         # pytest refusing its arguments is the cause, the missing stream its consequence: the cause leads.
         disagreements = reconciliation["disagreements"]
-        at = len(disagreements) if launch.returncode == _PYTEST_USAGE_ERROR else 0
+        at = len(disagreements) if launch.returncode == PYTEST_USAGE_ERROR else 0
         disagreements.insert(at, f"record: {paths.stream}: {stream['stream_error']}")
         reconciliation["result"] = INCOMPLETE
     return build_record(stream, reconciliation, arm=arm, returncode=launch.returncode, stderr_tail=_stderr_tail(paths))
