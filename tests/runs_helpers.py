@@ -139,8 +139,8 @@ def write_input(tmp_path, name, content):
 
 def assert_rejected(path, *needles):
     """``load_record(path)`` is refused with one line that starts with the file and holds each of ``needles``."""
-    from pytest_trtcap.runs.inputs import RecordError
     from pytest_trtcap.runs.load import load_record
+    from pytest_trtcap.runs.record import RecordError
 
     with pytest.raises(RecordError) as info:
         load_record(path)

@@ -129,7 +129,7 @@ def test_every_figure_the_docs_quote_elsewhere_is_in_the_results_file() -> None:
     figure = re.compile(r"\b\d+(?:\.\d+)?\s?(?:us|µs|ns|ms|MiB|B/test)\b|(?<![\d.])[01]\.\d{3}(?![\d.])")
     quoted = set(figure.findall(outside))
     # Limits the code enforces are documented figures too, checked against the code instead.
-    from pytest_trtcap.runs import inputs
+    from pytest_trtcap.runs import record as inputs
 
     limits = {"512 MiB": inputs.MAX_BYTES == 512 * 1024 * 1024}
     assert all(limits.values()), limits

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_trtcap.runs.entries import PhaseReport, summarise_reports
+from pytest_trtcap.runs.recorder import PhaseReport, summarise_reports
 
 
 def _rep(when, outcome, wasxfail=False, xreason=None, message=None, skip=None):

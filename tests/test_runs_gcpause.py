@@ -4,7 +4,7 @@ import gc
 
 import pytest
 
-from pytest_trtcap.runs.gcpause import gc_paused
+from pytest_trtcap.runs.record import gc_paused
 
 
 def test_paused_inside_and_enabled_after_even_when_the_block_raises():

@@ -10,9 +10,9 @@ import threading
 import pytest
 from runs_helpers import assert_rejected, record_data, write_input
 
-from pytest_trtcap.runs import inputs
-from pytest_trtcap.runs.inputs import RecordError, read_bytes
+from pytest_trtcap.runs import record as inputs
 from pytest_trtcap.runs.load import load_record
+from pytest_trtcap.runs.record import RecordError, read_bytes
 
 
 def test_load_record_missing_and_directory(tmp_path):
@@ -27,7 +27,7 @@ def test_dev_zero_and_devices():
 
 
 def test_oversized_file_is_rejected_without_reading_it_all(tmp_path, monkeypatch):
-    from pytest_trtcap.runs import inputs
+    from pytest_trtcap.runs import record as inputs
 
     monkeypatch.setattr(inputs, "MAX_BYTES", 1024)
     big = json.dumps(record_data({f"t.py::t{i}": {"outcome": "passed"} for i in range(100)}))

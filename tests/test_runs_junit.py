@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from runs_helpers import GOOD_XML
 
-from pytest_trtcap.runs.inputs import RecordError
 from pytest_trtcap.runs.junit import junit_key, junit_status
 from pytest_trtcap.runs.load import load_record
+from pytest_trtcap.runs.record import RecordError
 
 NON_ASCII_XML = (
     '<testsuites><testsuite name="pytest" tests="2">'

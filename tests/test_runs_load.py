@@ -9,8 +9,8 @@ import json
 import pytest
 from runs_helpers import GOOD_XML, assert_rejected, record_data, write_input
 
-from pytest_trtcap.runs.inputs import RecordError
 from pytest_trtcap.runs.load import load_record
+from pytest_trtcap.runs.record import RecordError
 
 GOOD_JSON = json.dumps(
     record_data({"t.py::a": {"outcome": "passed"}, "t.py::b": {"outcome": "failed", "signature": "E: x"}})

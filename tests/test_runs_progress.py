@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from pytest_trtcap.runs.progress import Progress, StreamWatcher, tail
+from pytest_trtcap.runs.arm import Progress, StreamWatcher, tail
 
 
 class Terminal(io.StringIO):

@@ -7,9 +7,8 @@ import json
 import pytest
 from runs_helpers import write_input
 
-from pytest_trtcap.runs.inputs import RecordError
 from pytest_trtcap.runs.load import load_record
-from pytest_trtcap.runs.record import STREAM_SCHEMA
+from pytest_trtcap.runs.record import STREAM_SCHEMA, RecordError
 from pytest_trtcap.runs.stream import read_stream
 
 

@@ -8,9 +8,7 @@ import json
 import pytest
 from runs_helpers import assert_rejected, record_data, write_input
 
-from pytest_trtcap.runs.inputs import RecordError
-from pytest_trtcap.runs.record import SCHEMA, VERSION
-from pytest_trtcap.runs.validate import validate_record
+from pytest_trtcap.runs.record import SCHEMA, VERSION, RecordError, validate_record
 
 
 @pytest.mark.parametrize(
@@ -42,7 +40,7 @@ def test_json_schema_is_shipped_and_matches_the_validator():
     from importlib import resources
 
     from pytest_trtcap.runs.outcomes import OUTCOMES, WHENS
-    from pytest_trtcap.runs.validate import ENTRY_FIELDS, TOP_FIELDS
+    from pytest_trtcap.runs.record import ENTRY_FIELDS, TOP_FIELDS
 
     schema = json.loads(
         resources.files("pytest_trtcap.runs").joinpath("record.schema.json").read_text(encoding="utf-8")

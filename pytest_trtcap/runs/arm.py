@@ -1,4 +1,5 @@
-"""One arm of a sweep: pytest in a subprocess at ``--trt-target-sm ARM``, recorded and reconciled.
+"""One arm of a sweep: pytest in a subprocess at ``--trt-target-sm ARM``, recorded and reconciled, with its
+progress line on stderr.
 
 Per arm, in ``--out``::
 
@@ -11,21 +12,114 @@ Per arm, in ``--out``::
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
+from typing import IO, Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
-from .inputs import RecordError
 from .outcomes import INCOMPLETE, outcome_counts
-from .progress import Progress, StreamWatcher, tail
-from .reconcile import reconcile
-from .record import build_record, dump_record
+from .reconcile import PYTEST_USAGE_ERROR, reconcile
+from .record import RecordError, build_record, dump_record
 from .stream import empty_stream, read_stream
 
 STDERR_TAIL_LINES = 20
-_PYTEST_USAGE_ERROR = 4
+
+
+# --- progress on stderr, and the tails of an arm's output files ----------------------------------------------
+
+
+class Progress:
+    """One line per arm on stderr: rewritten in place on a terminal, start/finish lines otherwise."""
+
+    def __init__(self, stream: Optional[IO[str]] = None, enabled: bool = True, heartbeat: float = 30.0) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.heartbeat = heartbeat
+        self._last = 0.0
+        self._live = False
+
+    def _emit(self, text: str, final: bool) -> None:
+        if not self.enabled:
+            return
+        try:
+            if self.tty:
+                self.stream.write("\r\x1b[2K" + text + ("\n" if final else ""))
+                self._live = not final
+            else:
+                self.stream.write(text + "\n")
+            self.stream.flush()
+        except OSError:  # stderr that cannot take a line (a full disk, a closed pipe) must not stop the sweep
+            self.enabled = False
+
+    def start(self, prefix: str) -> None:
+        self._last = time.monotonic()
+        self._emit(f"{prefix}: running pytest ...", final=not self.tty)
+
+    def update(self, prefix: str, done: int, collected: Optional[int], elapsed: float) -> None:
+        now = time.monotonic()
+        if not self.tty and now - self._last < self.heartbeat:
+            return
+        if self.tty and now - self._last < 0.2:
+            return
+        self._last = now
+        total = f"/{collected}" if collected is not None else ""
+        self._emit(f"{prefix}: {done}{total} tests, {elapsed:.0f}s", final=not self.tty)
+
+    def finish(self, text: str) -> None:
+        self._emit(text, final=True)
+
+
+class StreamWatcher:
+    """Counts finished tests in a growing recorder stream (for the progress line)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.offset = 0
+        self.rest = b""
+        self.done = 0
+        self.collected: Optional[int] = None
+
+    def poll(self) -> None:
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                chunk = fh.read()
+        except OSError:
+            return
+        self.offset += len(chunk)
+        data = self.rest + chunk
+        lines = data.split(b"\n")
+        self.rest = lines.pop()
+        for line in lines:
+            if b'"e": "test"' in line:
+                self.done += 1
+            elif b'"e": "collected"' in line:
+                try:
+                    self.collected = int(json.loads(line)["n"])
+                except (ValueError, KeyError, TypeError):
+                    pass
+
+
+def tail(path: str, lines: int, max_bytes: int = 65536) -> List[str]:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - max_bytes))
+            data = fh.read()
+    except OSError:
+        return []
+    text = data.decode("utf-8", errors="replace")
+    out = [line.rstrip() for line in text.splitlines()]
+    while out and not out[-1]:
+        out.pop()
+    return out[-lines:]
+
+
+# --- the arm's pytest ----------------------------------------------------------------------------------------
 
 
 class ArmPaths(NamedTuple):
@@ -96,7 +190,7 @@ def _record(arm: str, paths: ArmPaths, launch: Launch) -> Dict[str, Any]:
     if stream.get("stream_error"):
         # pytest refusing its arguments is the cause, the missing stream its consequence: the cause leads.
         disagreements = reconciliation["disagreements"]
-        at = len(disagreements) if launch.returncode == _PYTEST_USAGE_ERROR else 0
+        at = len(disagreements) if launch.returncode == PYTEST_USAGE_ERROR else 0
         disagreements.insert(at, f"record: {paths.stream}: {stream['stream_error']}")
         reconciliation["result"] = INCOMPLETE
     return build_record(stream, reconciliation, arm=arm, returncode=launch.returncode, stderr_tail=_stderr_tail(paths))

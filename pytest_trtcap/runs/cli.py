@@ -3,9 +3,9 @@
     trtcap sweep [--arms 7.5,8.9] [--out DIR] [--format table|json|markdown|github] [-- PYTEST ARGS...]
     trtcap compare BEFORE AFTER [--format table|json|markdown|github] [--accept-unverified]
 
-Exit status (the only place these numbers live): 0 complete with no new failures; 1 new failures (compare:
-regressions or new collection errors; sweep: arm-specific failures or collection errors on some arms);
-2 incomplete or unverified runs/records, unusable input, or bad usage.
+Exit status: 0 complete with no new failures; 1 new failures (compare: regressions or new collection errors;
+sweep: arm-specific failures or collection errors on some arms); 2 incomplete or unverified runs/records,
+unusable input, or bad usage (the numbers live in :mod:`pytest_trtcap.runs.outcomes`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import contextlib
 import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-EXIT_OK, EXIT_FAILURES, EXIT_INCOMPLETE = 0, 1, 2
+from .outcomes import EXIT_INCOMPLETE, EXIT_OK
+
 SWEEP_USAGE = "trtcap sweep [--arms LIST] [--out DIR] [--format {table,json,markdown,github}] [-- PYTEST ARGS...]"
 
 
@@ -241,8 +242,8 @@ def _sweep(ns: argparse.Namespace, pytest_args: List[str]) -> int:
 
 def _compare(ns: argparse.Namespace) -> int:
     from . import compare
-    from .inputs import RecordError
     from .load import load_record
+    from .record import RecordError
 
     try:
         before = load_record(ns.before)

@@ -9,10 +9,20 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional
 
-from .gcpause import gc_paused
 from .junit import STATUS_OUTCOME, junit_key, junit_status
-from .outcomes import COLLECTION_ERROR, COMPLETE, FAILING, INCOMPLETE, OUTCOMES, UNVERIFIED, needs_gpu
-from .record import Record
+from .outcomes import (
+    COLLECTION_ERROR,
+    COMPLETE,
+    EXIT_FAILURES,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    FAILING,
+    INCOMPLETE,
+    OUTCOMES,
+    UNVERIFIED,
+    needs_gpu,
+)
+from .record import Record, gc_paused
 
 #: Display order; ``regression`` and ``collection error`` are what make ``trtcap compare`` exit 1.
 CLASSES = (
@@ -135,8 +145,6 @@ def describe(record: Record) -> Dict[str, Any]:
 
 def verdict(sides: List[Dict[str, Any]], totals: Mapping[str, int], accept_unverified: bool) -> Dict[str, Any]:
     """The result and exit status: INCOMPLETE beats UNVERIFIED beats the transitions."""
-    from .cli import EXIT_FAILURES, EXIT_INCOMPLETE, EXIT_OK
-
     results = {side["result"] for side in sides}
     if INCOMPLETE in results:
         return {"result": INCOMPLETE, "exit_status": EXIT_INCOMPLETE}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterable, Optional, Tuple
 
-from .inputs import RecordError, read_bytes
+from .record import RecordError, read_bytes
 from .signatures import E_LINE, first_line, signature_from_message
 
 RANK = {"passed": 0, "skipped": 1, "failure": 2, "error": 3}

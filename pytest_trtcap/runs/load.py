@@ -10,13 +10,21 @@ import json
 import os
 from typing import Any, Dict, Optional
 
-from .gcpause import gc_paused
-from .inputs import RecordError, read_bytes
 from .junit import looks_like_xml, parse_junit
 from .reconcile import reconcile
-from .record import SCHEMA, STREAM_SCHEMA, VERSION, Record, build_record, upgrade
+from .record import (
+    SCHEMA,
+    STREAM_SCHEMA,
+    VERSION,
+    Record,
+    RecordError,
+    build_record,
+    gc_paused,
+    read_bytes,
+    upgrade,
+    validate_record,
+)
 from .stream import read_stream
-from .validate import validate_record
 
 
 def _json_problem(text: str, exc: json.JSONDecodeError) -> str:

@@ -1,4 +1,4 @@
-"""The vocabulary every part of the command shares: outcomes, verdicts, and what counts as failing."""
+"""The vocabulary every part of the command shares: outcomes, verdicts, what counts as failing, exit statuses."""
 
 from __future__ import annotations
 
@@ -16,6 +16,14 @@ COMPLETE = "COMPLETE"
 INCOMPLETE = "INCOMPLETE"
 #: A side with no reconciliation (a JUnit file, a record written without one): nothing proves it lost nothing.
 UNVERIFIED = "UNVERIFIED"
+
+#: ``trtcap``'s exit status (the only place these numbers live): 0 complete with no new failures; 1 new failures
+#: (compare: regressions or new collection errors; sweep: arm-specific failures or collection errors on some
+#: arms); 2 incomplete or unverified runs/records, unusable input, or bad usage.
+EXIT_OK, EXIT_FAILURES, EXIT_INCOMPLETE = 0, 1, 2
+
+#: The signature of a test whose reports stopped after setup: the run ended (or lost the report) inside it.
+NEVER_CALLED = "Interrupted: the test never reported its call phase"
 
 #: The skip reason the plugin gives a test that failed only for want of a CUDA device (--trtcap-needs-gpu skip).
 NEEDS_GPU_PREFIX = "trtcap: needs a GPU: "

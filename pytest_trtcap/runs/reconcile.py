@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional
 
-from .entries import NEVER_CALLED
-from .outcomes import COMPLETE, INCOMPLETE, OUTCOMES, outcome_counts
+from .outcomes import COMPLETE, INCOMPLETE, NEVER_CALLED, OUTCOMES, outcome_counts
 
 _EXIT_MEANING = {2: "interrupted", 3: "internal error", 4: "usage error"}
 _NO_TESTS_COLLECTED = 5
-_USAGE_ERROR = 4
+#: pytest's exit status when it refuses its arguments (``pytest.ExitCode.USAGE_ERROR``; pytest is not imported here).
+PYTEST_USAGE_ERROR = 4
 
 
 def _signal_name(code: int) -> str:
@@ -36,7 +36,7 @@ def _process(stream: Mapping[str, Any], returncode: Optional[int], out: List[str
     elif not finished:
         # Exit code 4 before the recorder wrote a line is pytest refusing its arguments or configuration;
         # any other code of an unfinished session may be a test's own os._exit.
-        meaning = " (usage error)" if returncode == _USAGE_ERROR and not stream.get("meta") else ""
+        meaning = " (usage error)" if returncode == PYTEST_USAGE_ERROR and not stream.get("meta") else ""
         code = f" with exit code {returncode}{meaning}" if returncode is not None else ""
         out.append(f"process: pytest exited{code} before the session finished{where}")
     elif returncode is not None and exitstatus is not None and returncode != exitstatus:

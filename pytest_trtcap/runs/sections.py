@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
+from .compare import FAILING_CLASSES as COMPARE_FAILING
 from .outcomes import COMPLETE, INCOMPLETE
+from .sweep import FAILING_CLASSES as SWEEP_FAILING
 
 
 @dataclass
@@ -59,18 +61,14 @@ def _annotation(nodeid: str, line: Any, title: str, message: str, paths: bool = 
 def annotations(result: Mapping[str, Any], max_rows: int) -> Tuple[List[Annotation], int]:
     """(an annotation per test that makes the command exit 1, how many more than ``max_rows`` were left out)."""
     if result["command"] == "sweep":
-        from .sweep import FAILING_CLASSES
-
         arms = [a["arm"] for a in result["arms"]]
-        items = [d for d in result["differences"] if d["class"] in FAILING_CLASSES]
+        items = [d for d in result["differences"] if d["class"] in SWEEP_FAILING]
         shown, more = _limit(items, max_rows)
         return [_annotation(
             d["nodeid"], d.get("line"), f"trtcap sweep: {d['class']}",
             f"{d['nodeid']}: " + ", ".join(f"{arm} {d['outcomes'].get(arm) or 'absent'}" for arm in arms)
             + (f"; {_diff_details(d, arms)}" if _diff_details(d, arms) else ""),
         ) for d in shown], more
-    from .compare import FAILING_CLASSES as COMPARE_FAILING
-
     paths = "junit" not in (result["before"].get("source"), result["after"].get("source"))
     items = [t for t in result["transitions"] if t["class"] in COMPARE_FAILING]
     shown, more = _limit(items, max_rows)

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Optional
 
-from .inputs import RecordError, read_bytes
-from .record import STREAM_SCHEMA
-from .validate import check_entry, of_type
+from .record import STREAM_SCHEMA, RecordError, check_entry, of_type, read_bytes
 
 
 def empty_stream(problem: str = "") -> Dict[str, Any]:

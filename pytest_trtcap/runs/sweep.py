@@ -10,11 +10,14 @@ import sys
 import warnings
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from .arm import run_arm
+from .arm import Progress, run_arm
 from .compare import comparable_tests
 from .outcomes import (
     COLLECTION_ERROR,
     COMPLETE,
+    EXIT_FAILURES,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
     FAILING,
     INCOMPLETE,
     OUTCOMES,
@@ -22,7 +25,6 @@ from .outcomes import (
     needs_gpu_count,
     outcome_counts,
 )
-from .progress import Progress
 from .record import Record
 
 DEFAULT_ARMS = "7.5,8.9"
@@ -69,7 +71,7 @@ def claim_out_dir(out_dir: str) -> Iterator[None]:
 
 
 class UsageError(Exception):
-    """Bad command-line input; ``trtcap`` prints it and exits with ``cli.EXIT_INCOMPLETE``."""
+    """Bad command-line input; ``trtcap`` prints it and exits with ``EXIT_INCOMPLETE``."""
 
 
 def parse_arms(text: str) -> List[str]:
@@ -218,8 +220,6 @@ def _arm_summary(data: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def summarise_sweep(records: Sequence[Mapping[str, Any]], out_dir: str, pytest_args: Sequence[str]) -> Dict[str, Any]:
-    from .cli import EXIT_FAILURES, EXIT_INCOMPLETE, EXIT_OK
-
     arms = [_arm_summary(data) for data in records]
     incomplete = [a["arm"] for a in arms if a["result"] != COMPLETE]
     tests = {d["arm"]: comparable_tests(Record("", dict(d))) for d in records}

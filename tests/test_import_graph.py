@@ -1,0 +1,135 @@
+"""No import cycles inside a package, counting every import statement: those inside functions (and under
+``TYPE_CHECKING``) too, since a function-level import only hides a cycle until the function first runs.
+
+Each package folder is read as source (``ast``), never imported: the graph is what the code says, whatever is
+loaded already. Only imports between the package's own modules are edges; a cycle is a strongly connected set of
+modules, printed with the lines that close it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List, NamedTuple
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: package folder -> the name it is imported as. pytest_trtcap (whole) and guards (trtcap_guards) go here too,
+#: once their modules are regrouped.
+PACKAGES = {"pytest_trtcap/runs": "pytest_trtcap.runs"}
+
+
+class Edge(NamedTuple):
+    target: str
+    line: int
+
+
+def _module_names(folder: Path, package: str) -> Dict[str, Path]:
+    """Dotted name -> file, for every module under ``folder`` (a package's ``__init__`` named as the package)."""
+    names = {}
+    for path in sorted(folder.rglob("*.py")):
+        parts = list(path.relative_to(folder).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names[".".join([package, *parts])] = path
+    return names
+
+
+def _base(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The package an ``from ... import`` names, relative levels resolved against ``module``."""
+    if not node.level:
+        return node.module or ""
+    parts = module.split(".")
+    keep = len(parts) - node.level + (1 if is_package else 0)
+    return ".".join(parts[:keep] + ([node.module] if node.module else []))
+
+
+def _targets(module: str, is_package: bool, node: ast.AST, names: Dict[str, Path]) -> List[str]:
+    """What an import statement loads: ``from PKG import MODULE`` the module, ``from MODULE import NAME`` the
+    module (PKG's ``__init__`` has run already: the importer is inside it)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = _base(module, is_package, node)
+        return [f"{base}.{alias.name}" if f"{base}.{alias.name}" in names else base for alias in node.names]
+    return []
+
+
+def import_graph(folder: Path, package: str) -> Dict[str, List[Edge]]:
+    """Module -> its imports of the package's own modules (the nearest module each dotted name resolves to)."""
+    names = _module_names(folder, package)
+    graph: Dict[str, List[Edge]] = {}
+    for module, path in names.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        edges = graph.setdefault(module, [])
+        for node in ast.walk(tree):
+            for target in _targets(module, path.name == "__init__.py", node, names):
+                while target and target not in names:
+                    target = target.rpartition(".")[0]
+                if target and target != module and Edge(target, node.lineno) not in edges:
+                    edges.append(Edge(target, node.lineno))
+    return graph
+
+
+def cycles(graph: Dict[str, List[Edge]]) -> List[List[str]]:
+    """The strongly connected sets of more than one module (Tarjan's algorithm), each sorted."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    found: List[List[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for edge in graph.get(node, []):
+            if edge.target not in index:
+                visit(edge.target)
+                low[node] = min(low[node], low[edge.target])
+            elif edge.target in stack:
+                low[node] = min(low[node], index[edge.target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def _describe(graph: Dict[str, List[Edge]], group: List[str], folder: Path, package: str) -> str:
+    inside = set(group)
+    lines = []
+    for module in group:
+        where = _module_names(folder, package)[module].relative_to(ROOT)
+        edges = sorted(graph[module], key=lambda e: e.line)
+        lines += [f"  {where}:{e.line} imports {e.target}" for e in edges if e.target in inside]
+    return "cycle among " + ", ".join(group) + ":\n" + "\n".join(lines)
+
+
+def test_the_import_graph_reader_sees_imports_inside_functions(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import B\n")
+    (package / "b.py").write_text("B = 1\n\ndef late():\n    from . import a\n    return a\n")
+    graph = import_graph(package, "pkg")
+    assert graph["pkg.b"] == [Edge("pkg.a", 4)]
+    assert cycles(graph) == [["pkg.a", "pkg.b"]]
+
+
+@pytest.mark.parametrize("folder", sorted(PACKAGES))
+def test_a_package_has_no_import_cycle_counting_imports_inside_functions(folder):
+    path, package = ROOT / folder, PACKAGES[folder]
+    graph = import_graph(path, package)
+    assert len(graph) > 1, folder  # the walk found the package's modules: an empty graph would pass vacuously
+    found = cycles(graph)
+    assert not found, "\n".join(_describe(graph, group, path, package) for group in found)
