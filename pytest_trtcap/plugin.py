@@ -135,7 +135,9 @@ def _state(config: pytest.Config, resolved: Any = None, target_hook_plugins: tup
 
 def _activate(config: pytest.Config) -> Any:
     """Wake the session: its state and per-session hooks; returns the per-session plugin."""
-    return _state(config).activate()
+    from .session import activate
+
+    return activate(_state(config))
 
 
 def _arm_import_hook(config: pytest.Config, answer: bool, capability: Any) -> None:
@@ -145,7 +147,7 @@ def _arm_import_hook(config: pytest.Config, answer: bool, capability: Any) -> No
         if _STATE in config.stash:  # imported by a conftest before configure: configure installs the guards
             state = _state(config)
             state.torch_tensorrt_imported()
-            state.activate()
+            _activate(config)
             state.get_isolation().adopt_new()  # the baseline starts here, even inside a test body
 
     import_hook.install_import_hook(answer=answer, after=[after_import], capability=capability)

@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol
 
 import trtcap_guards as guards
 from trtcap_guards.live_registry import loaded_converter_registry
 
 if TYPE_CHECKING:
-    from .session import SessionPlugin
     from .state import Setting, TrtcapState
+
+
+class Findings(Protocol):
+    """What the summary reads of a session's per-session hooks (``session.SessionPlugin``, which calls this
+    module: the summary's text lives here, the findings there)."""
+
+    skips: Dict[str, str]
+    needs_gpu: Dict[str, str]
+    leaks: Dict[str, str]
+    state: TrtcapState
+
+    def fired_counts(self) -> Counter: ...
 
 
 def upstream_ships_guards() -> Optional[bool]:
@@ -156,7 +167,7 @@ def _verbose_lines(state: TrtcapState) -> List[str]:
     return lines
 
 
-def _guard_lines(session: SessionPlugin, registry: Any) -> List[str]:
+def _guard_lines(session: Findings, registry: Any) -> List[str]:
     """The review, the neutralized guards and what the guards kept off TensorRT."""
     lines: List[str] = []
     review = review_line()
@@ -171,7 +182,7 @@ def _guard_lines(session: SessionPlugin, registry: Any) -> List[str]:
     return lines
 
 
-def summary_lines(session: SessionPlugin, registry: Any) -> List[str]:
+def summary_lines(session: Findings, registry: Any) -> List[str]:
     """The ``trtcap`` summary section's lines (none: no section); ``registry`` is the guards' registry module
     where something loaded it."""
     lines: List[str] = []

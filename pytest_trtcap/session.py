@@ -63,6 +63,17 @@ def _pytests_own_argument(fixturedef: Any) -> bool:
         getattr(func, "__module__", "")).startswith("_pytest.")
 
 
+def activate(state: TrtcapState) -> SessionPlugin:
+    """Register the session's per-session hooks (once). A test already running joins in the phase it is in."""
+    if state.session is None:
+        state.session = SessionPlugin(state)
+        state.config.pluginmanager.register(state.session, "trtcap-session")
+        running = state.running_test()
+        if running is not None:
+            state.session.join(running.item, running.when)
+    return state.session
+
+
 class SessionPlugin:
     """Per-config hooks; registered in ``pytest_configure`` so nested (pytester) sessions keep their own state."""
 

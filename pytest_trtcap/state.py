@@ -22,7 +22,6 @@ from .options import SPECS
 # loading the plugin is paid by every pytest run in the environment, collect-only and unrelated suites included.
 if TYPE_CHECKING:
     from . import isolation
-    from .session import SessionPlugin
 
 
 class Setting(NamedTuple):
@@ -76,7 +75,7 @@ class TrtcapState:
         self.settings = resolved if resolved is not None else Settings()
         self.exit = ExitStack()
         self.isolation: Optional[isolation.Isolation] = None
-        self.session: Optional[SessionPlugin] = None  # the per-session hooks, once active
+        self.session: Any = None  # the per-session hooks (session.SessionPlugin), once session.activate() ran
         self.guards_installed_by_us = False
         self.installed_targets: tuple = ()
         self.worker_status: List[Dict[str, Any]] = []
@@ -85,18 +84,6 @@ class TrtcapState:
         self.target_hook_plugins = target_hook_plugins  # what implemented the targets hook when settings resolved
 
     # --- active -----------------------------------------------------------------------------------------------
-
-    def activate(self) -> SessionPlugin:
-        """Register the per-session hooks (once). A test already running joins in the phase it is in."""
-        if self.session is None:
-            from .session import SessionPlugin
-
-            self.session = SessionPlugin(self)
-            self.config.pluginmanager.register(self.session, "trtcap-session")
-            running = self.running_test()
-            if running is not None:
-                self.session.join(running.item, running.when)
-        return self.session
 
     def running_test(self) -> Optional[RunningTest]:
         """The test of this session that is running now, if any (pytest names it in ``PYTEST_CURRENT_TEST``)."""

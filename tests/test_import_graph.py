@@ -16,9 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: package folder -> the name it is imported as. pytest_trtcap (whole) and guards (trtcap_guards) go here too,
-#: once their modules are regrouped.
-PACKAGES = {"pytest_trtcap/runs": "pytest_trtcap.runs"}
+#: package folder -> the name it is imported as (pytest_trtcap includes its runs/ subpackage).
+PACKAGES = {"pytest_trtcap": "pytest_trtcap", "guards": "trtcap_guards"}
 
 
 class Edge(NamedTuple):
