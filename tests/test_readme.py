@@ -100,9 +100,13 @@ def test_every_exported_name_is_documented_and_every_documented_name_exported():
         assert sorted(named - set(package.__all__)) == [], short
 
 
-def test_report_block_is_what_the_example_suite_prints_at_75():
-    """The README's Report block, line by line, is in the output of ``pytest examples --trt-target-sm 7.5 -v``."""
+def test_report_block_is_what_the_example_suite_prints_at_75(tmp_path):
+    """The README's Report block, line by line, is in the output of ``pytest examples --trt-target-sm 7.5 -v``.
+
+    Run on a copy of ``examples`` (its own rootdir): the run writes its cache there, not into the checkout that
+    other tests (under xdist, at the same time) copy and build from."""
     import os
+    import shutil
     import subprocess
     import sys
 
@@ -112,8 +116,10 @@ def test_report_block_is_what_the_example_suite_prints_at_75():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRTCAP_", "PYTEST_"))}
     env["CUDA_VISIBLE_DEVICES"] = ""
     env["COLUMNS"] = "80"  # the width of the README's section rule
+    shutil.copytree(ROOT / "examples", tmp_path / "examples",
+                    ignore=shutil.ignore_patterns(".pytest_cache", "__pycache__"))
     done = subprocess.run([sys.executable, "-m", "pytest", "examples", "--trt-target-sm", "7.5", "-v",
-                           "-p", "no:randomly"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+                           "-p", "no:randomly"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     printed = done.stdout.splitlines()
     assert done.returncode == 0, done.stdout[-3000:]
     missing = [line for line in expected if line not in printed]
