@@ -858,59 +858,82 @@ def test_dynamo_compile_dryrun_of_nn_linear_at_ada_is_one_trt_block(tt, targets,
     assert "Submodule name: _run_on_acc_0" in capsys.readouterr().out
 
 
-# --- the fused asymmetric-pad convolution ---------------------------------------------------------
+# --- the padded convolution, as each release lowers it --------------------------------------------
 # Torch-TensorRT 2.14's post-lowering pass ``fuse_pad_into_convolution`` turns ``constant_pad_nd -> convolution``
-# into ``tensorrt.conv_asym_pad.default``, which no ``aten.convolution`` guard sees. A causal 3D convolution (a
-# video model padding itself) must still fall back to PyTorch on Turing.
+# into ``tensorrt.conv_asym_pad.default``, which no ``aten.convolution`` guard sees; 2.11 to 2.13 have no such pass
+# and keep both nodes. On every release a causal 3D convolution (a video model padding itself) must fall back to
+# PyTorch on Turing, whichever node carries the convolution.
 
-ASYM = "tensorrt.conv_asym_pad.default"
+ASYM = tm.ASYM
+PAD = tm.PAD
+
+
+@pytest.fixture
+def lowering():
+    """What the installed release's lowering makes of ``PadConv`` (the premise tests below check it)."""
+    return tm.pad_conv_lowering()
+
+
+def pad_conv_calls(dims: int) -> list:
+    return [str(n.target) for n in tm.call_function_nodes(tm.pad_conv_graph(dims))]
 
 
 @pytest.mark.parametrize("dims", [2, 3])
 def test_post_lowering_fuses_the_pad_into_conv_asym_pad(dims):
-    """The premise: Torch-TensorRT's own lowering leaves no aten.convolution for the guard to see."""
-    calls = [str(n.target) for n in tm.call_function_nodes(tm.pad_conv_graph(dims))]
-    assert ASYM in calls and CONV not in calls
+    """The premise on 2.14: Torch-TensorRT's own lowering leaves no aten.convolution for the guard to see."""
+    if not tm.fuses_pad_into_convolution():
+        pytest.skip(f"torch_tensorrt {tm.release()} has no {tm.FUSING_PASS} lowering pass, so no {ASYM} node: "
+                    "test_post_lowering_without_the_fusing_pass_keeps_the_pad_and_the_convolution covers it")
+    assert pad_conv_calls(dims) == [ASYM, RELU]
 
 
-def test_fused_conv3d_at_turing_falls_back_to_pytorch(targets, guarded):
+@pytest.mark.parametrize("dims", [2, 3])
+def test_post_lowering_without_the_fusing_pass_keeps_the_pad_and_the_convolution(dims):
+    """The premise on 2.11 to 2.13: the convolution stays an aten.convolution node, after its pad."""
+    if tm.fuses_pad_into_convolution():
+        pytest.skip(f"torch_tensorrt {tm.release()} fuses pad -> convolution ({tm.FUSING_PASS}): "
+                    "test_post_lowering_fuses_the_pad_into_conv_asym_pad covers it")
+    assert pad_conv_calls(dims) == [PAD, CONV, RELU]
+
+
+def test_padded_conv3d_at_turing_falls_back_to_pytorch(lowering, targets, guarded):
     targets("7.5")
-    before = fired("conv3d", ASYM)
+    before = fired("conv3d", lowering.conv)
     model, (x,) = tm.pad_conv(3)
     pm = tm.partition(tm.pad_conv_graph(3))
     where = tm.placement(pm)
-    assert where["gpu"] == [ASYM]
-    assert where["acc"] == [RELU]
-    assert fired("conv3d", ASYM) - before == 1
+    assert where["gpu"] == [lowering.conv]
+    assert where["acc"] == lowering.without_conv()
+    assert fired("conv3d", lowering.conv) - before == 1
     with torch.no_grad():
         torch.testing.assert_close(pm(x), model(x), rtol=0, atol=0)
 
 
-def test_fused_conv3d_at_turing_without_guards_lands_on_tensorrt(targets):
-    """Control: stock Torch-TensorRT 2.14 puts the fused 3D convolution on TensorRT-RTX at 7.5."""
+def test_padded_conv3d_at_turing_without_guards_lands_on_tensorrt(lowering, targets):
+    """Control: stock Torch-TensorRT puts the padded 3D convolution (fused or not) on TensorRT-RTX at 7.5."""
     targets("7.5")
     assert not guards.is_installed()
-    assert tm.placement(tm.partition(tm.pad_conv_graph(3)))["acc"] == [ASYM, RELU]
+    assert tm.placement(tm.partition(tm.pad_conv_graph(3)))["acc"] == lowering.calls
 
 
-def test_fused_conv3d_at_ada_stays_on_tensorrt(targets, guarded):
+def test_padded_conv3d_at_ada_stays_on_tensorrt(lowering, targets, guarded):
     targets("8.9")
-    before = fired("conv3d", ASYM)
-    assert tm.placement(tm.partition(tm.pad_conv_graph(3))) == {"acc": [ASYM, RELU], "gpu": [], "inline": []}
-    assert fired("conv3d", ASYM) == before
+    before = fired("conv3d", lowering.conv)
+    assert tm.placement(tm.partition(tm.pad_conv_graph(3))) == {"acc": lowering.calls, "gpu": [], "inline": []}
+    assert fired("conv3d", lowering.conv) == before
 
 
-def test_fused_conv2d_at_turing_stays_on_tensorrt(targets, guarded):
+def test_padded_conv2d_at_turing_stays_on_tensorrt(lowering, targets, guarded):
     targets("7.5")
-    before = fired("conv3d", ASYM)
-    assert tm.placement(tm.partition(tm.pad_conv_graph(2))) == {"acc": [ASYM, RELU], "gpu": [], "inline": []}
-    assert fired("conv3d", ASYM) == before
+    before = fired("conv3d", lowering.conv)
+    assert tm.placement(tm.partition(tm.pad_conv_graph(2))) == {"acc": lowering.calls, "gpu": [], "inline": []}
+    assert fired("conv3d", lowering.conv) == before
 
 
-def test_validator_on_the_real_fused_nodes(targets):
+def test_validator_on_the_real_padded_convolution_nodes(lowering, targets):
     targets("7.5")
-    (node3,) = tm.nodes_with_target(tm.pad_conv_graph(3), ASYM)
-    (node2,) = tm.nodes_with_target(tm.pad_conv_graph(2), ASYM)
+    (node3,) = tm.nodes_with_target(tm.pad_conv_graph(3), lowering.conv)
+    (node2,) = tm.nodes_with_target(tm.pad_conv_graph(2), lowering.conv)
     assert guards.convolution_capability_validator(node3) is False
     assert guards.convolution_capability_validator(node2) is True
     with guards.declare_targets("8.9"):

@@ -9,7 +9,7 @@ slow part); every partition works on a deep copy, because the partitioner edits 
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 import torch.nn as nn
@@ -94,7 +94,8 @@ class Conv(nn.Module):
 
 class PadConv(nn.Module):
     """Causal padding (two frames before, none after, in time) then a convolution and a ReLU: Torch-TensorRT 2.14's
-    ``fuse_pad_into_convolution`` turns it into ``tensorrt.conv_asym_pad.default``."""
+    ``fuse_pad_into_convolution`` turns it into ``tensorrt.conv_asym_pad.default``; earlier releases keep
+    ``constant_pad_nd`` then ``convolution`` (:func:`pad_conv_lowering`)."""
 
     def __init__(self, dims: int) -> None:
         super().__init__()
@@ -284,6 +285,45 @@ def compiled_blocks(pm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     for name in [n for n, _ in pm.named_children() if n.startswith("_run_on_acc")]:
         setattr(pm, name, TorchTensorRTModule(None, name=name, settings=settings))
     return pm
+
+
+PAD = "aten.constant_pad_nd.default"
+CONV = "aten.convolution.default"
+ASYM = "tensorrt.conv_asym_pad.default"  # what fuse_pad_into_convolution makes of pad -> convolution
+RELU = "aten.relu.default"
+FUSING_PASS = "fuse_pad_into_convolution"
+
+
+def release() -> str:
+    """The installed Torch-TensorRT's version, as a skip reason names it."""
+    return str(torch_tensorrt().__version__)
+
+
+def fuses_pad_into_convolution() -> bool:
+    """Whether the release's default post-lowering passes include ``fuse_pad_into_convolution`` (2.14 does;
+    2.11 to 2.13 have no such pass, and no ``tensorrt.conv_asym_pad`` op or converter)."""
+    torch_tensorrt()
+    from torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass import ATEN_POST_LOWERING_PASSES
+
+    return any(getattr(p, "__name__", "") == FUSING_PASS for p in ATEN_POST_LOWERING_PASSES.passes)
+
+
+class PadConvLowering(NamedTuple):
+    """What the installed release's lowering makes of :class:`PadConv`: the node that convolves, and every call of
+    the lowered graph in order."""
+
+    conv: str
+    calls: List[str]
+
+    def without_conv(self) -> List[str]:
+        return [c for c in self.calls if c != self.conv]
+
+
+def pad_conv_lowering() -> PadConvLowering:
+    """2.14 fuses the pad into the convolution (one ``conv_asym_pad`` node); 2.11 to 2.13 keep both nodes."""
+    if fuses_pad_into_convolution():
+        return PadConvLowering(ASYM, [ASYM, RELU])
+    return PadConvLowering(CONV, [PAD, CONV, RELU])
 
 
 # --- reading a partitioned module --------------------------------------------------------------
