@@ -29,8 +29,11 @@ WORK = ROOT / ".releases"
 DOC = ROOT / "docs" / "releases.md"
 
 #: Supported releases: torch-tensorrt-rtx minor -> what it pins (from the index's metadata).
-RELEASES = {"2.11": "torch 2.11, TensorRT-RTX 1.3-1.4", "2.12": "torch 2.12, TensorRT-RTX 1.4",
+RELEASES = {"2.11": "torch 2.11, TensorRT-RTX 1.4", "2.12": "torch 2.12, TensorRT-RTX 1.4",
             "2.13": "torch 2.13, TensorRT-RTX 1.5", "2.14": "torch 2.14, TensorRT-RTX 1.6"}
+#: What a release's own metadata leaves open: 2.11 asks for any TensorRT-RTX >= 1.3 (pip would take 1.7, outside
+#: the rtx extra); it is supported, and tested here, with 1.4.
+PINS = {"2.11": ["tensorrt-rtx==1.4.*"]}
 TEST_TOOLS = ["pytest>=8.0", "pytest-xdist>=3.5", "hypothesis>=6.100", "rich>=13"]
 #: The guard library's tests, and the inventory's drift test (isolation holds every registry the release mutates).
 GUARD_TESTS = ("tests/test_guards_*.py", "tests/test_inventory.py")
@@ -74,7 +77,8 @@ def prepare(release: str, log: Path) -> Path:
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(python), "-m", "pip", "install", "-q"]
-    for args in ([f"torch-tensorrt-rtx=={release}.*", *TEST_TOOLS], ["--no-deps", "--force-reinstall", str(ROOT)]):
+    stack = [f"torch-tensorrt-rtx=={release}.*", *PINS.get(release, ()), *TEST_TOOLS]
+    for args in (stack, ["--no-deps", "--force-reinstall", str(ROOT)]):
         if _run(pip + args, log, env=_index_env()).returncode != 0:
             raise RuntimeError(f"pip install {' '.join(args)} failed: see {log}")
     return python
