@@ -15,9 +15,11 @@ CPU build, which no torch-tensorrt-rtx release supports), so each environment ho
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -34,6 +36,31 @@ RELEASES = {"2.11": "torch 2.11, TensorRT-RTX 1.4", "2.12": "torch 2.12, TensorR
 #: What a release's own metadata leaves open: 2.11 asks for any TensorRT-RTX >= 1.3 (pip would take 1.7, outside
 #: the rtx extra); it is supported, and tested here, with 1.4.
 PINS = {"2.11": ["tensorrt-rtx==1.4.*"]}
+#: Releases whose ``import torch_tensorrt`` runs TensorRT-RTX's ``tensorrt_rtx/plugin`` package, which imports a
+#: bindings module no TensorRT-RTX wheel ships: the import fails on every host until that package is removed.
+BROKEN_PLUGIN_PACKAGE = ("2.11",)
+#: What differs between the releases, as a user sees it (written under the table).
+NOTES = [
+    "Install a release with the extra: `pip install -e './pytest-trtcap[rtx]' 'torch-tensorrt-rtx==2.12.*'` (without a",
+    "pin, pip takes 2.14). On 2.11 add `'tensorrt-rtx==1.4.*'`: 2.11 asks for any TensorRT-RTX from 1.3 on, the",
+    "extra allows 1.4 to 1.6, and 2.11 is tested with 1.4.",
+    "",
+    "- 2.11's `import torch_tensorrt` probes TensorRT-RTX's plugin package (`tensorrt_rtx/plugin`), which imports a",
+    "  bindings module no TensorRT-RTX wheel ships, so it fails on every host, GPU or not, with or without this",
+    "  plugin: `ModuleNotFoundError: No module named 'tensorrt_rtx_bindings.plugin'`. Remove that package after",
+    "  installing, as the matrix does (the `tensorrt_rtx/plugin` folder in site-packages); 2.12 and later skip the",
+    "  probe.",
+    "- Only 2.14 fuses `constant_pad_nd -> convolution` into `tensorrt.conv_asym_pad` (its lowering pass",
+    "  `fuse_pad_into_convolution`); on 2.11 to 2.13 the convolution stays `aten.convolution`, which the 3D",
+    "  convolution guard keeps off TensorRT at 7.5 just the same. A causal Conv3d then partitions into",
+    "  (2 TensorRT, 1 PyTorch) blocks at 7.5, not (1, 1): `expected_partition_counts(..., releases=...)` states it.",
+    "- The registry review is of 2.14 (`trtcap_guards/review_2_14.py`); each older release's converter registry is",
+    "  covered by it (`unreviewed_targets()` is empty).",
+    "- On 2.11 a model built on the CPU lowers attention to `aten._scaled_dot_product_flash_attention_for_cpu`,",
+    "  which has no converter there: it runs in PyTorch on every arm, so the attention example's partition counts",
+    "  differ at 8.9 (an arm-specific failure of the main job, not a guard hole). Later releases keep",
+    "  `scaled_dot_product_attention` one node. On a GPU host, build models on the device.",
+]
 TEST_TOOLS = ["pytest>=8.0", "pytest-xdist>=3.5", "hypothesis>=6.100", "rich>=13"]
 #: The guard library's tests, and the inventory's drift test (isolation holds every registry the release mutates).
 GUARD_TESTS = ("tests/test_guards_*.py", "tests/test_inventory.py")
@@ -81,6 +108,9 @@ def prepare(release: str, log: Path) -> Path:
     for args in (stack, ["--no-deps", "--force-reinstall", str(ROOT)]):
         if _run(pip + args, log, env=_index_env()).returncode != 0:
             raise RuntimeError(f"pip install {' '.join(args)} failed: see {log}")
+    if release in BROKEN_PLUGIN_PACKAGE:
+        for plugin in venv.glob("lib/python*/site-packages/tensorrt_rtx/plugin"):
+            shutil.rmtree(plugin)  # what a 2.11 user must do too (docs/releases.md)
     return python
 
 
@@ -134,6 +164,12 @@ def run_release(release: str) -> Result:
     return result
 
 
+def _last_results() -> list[Result]:
+    """Each release's last result (a release not run this time keeps the row of its last run)."""
+    saved = [WORK / r / "result.json" for r in RELEASES]
+    return [Result(**json.loads(path.read_text())) for path in saved if path.is_file()]
+
+
 def write_table(results: list[Result], command: str) -> None:
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     rows = [f"| {r.release} | {r.versions} | {r.main_job} | {r.guard_tests} | {r.unreviewed} | {r.seconds:.0f} s |"
@@ -146,7 +182,7 @@ def write_table(results: list[Result], command: str) -> None:
         "without a GPU:", "", f"    {command}", "", f"Last run: {date}.", "",
         "| release | installed | main job (`trtcap sweep --arms 7.5,8.9 -- examples`) | guard library tests |"
         " `unreviewed_targets()` | time |",
-        "|---|---|---|---|---|---|", *rows, "",
+        "|---|---|---|---|---|---|", *rows, "", *NOTES, "",
     ]))
 
 
@@ -158,7 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unsupported release {unknown[0]!r}: choose from {', '.join(RELEASES)}")
     results = [run_release(r) for r in ns.releases]
-    write_table(results, "python .ci/releases.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    for r in results:
+        (WORK / r.release / "result.json").write_text(json.dumps(dataclasses.asdict(r)))
+    write_table(_last_results(), "python .ci/releases.py " + " ".join(sys.argv[1:] if argv is None else argv))
     print(DOC.read_text())
     return 0 if all(r.main_job.startswith("COMPLETE") for r in results) else 1
 
