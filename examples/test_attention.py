@@ -17,7 +17,9 @@ def qkv(dtype, device):
 
 def test_fp32_attention_placement(partition, expected_partition_counts, device):
     partitioned = partition(Attention(), *qkv(torch.float32, device))
-    assert_partition_counts(partitioned, expected_partition_counts(default=(1, 0), turing=(0, 1)))
+    # Before 2.12, attention exported on the CPU lowers to a CPU-only op that no converter serves: PyTorch everywhere.
+    releases = {"<2.12": {"default": (0, 1)}} if device.type == "cpu" else None
+    assert_partition_counts(partitioned, expected_partition_counts(default=(1, 0), turing=(0, 1), releases=releases))
 
 
 def test_turing_safe_attention_stays_on_tensorrt(partition, turing_safe_gemm_dtype, device):
