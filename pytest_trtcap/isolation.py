@@ -43,6 +43,11 @@ class StateSpec:
     describe: Callable[[Any], List[str]]  # what changed since the snapshot, for the leak report
     available: Callable[[], bool] = lambda: True
     failure: str = ""  # a project's entry whose code raised: the error to report (``user_spec``)
+    unrestored: str = ""  # its last restore() raised: what its leak lines end with
+
+
+#: Ends a leak line whose restore failed: the summary's "restored" must be true.
+NOT_RESTORED = "(not restored: "
 
 
 def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None], where: str = "") -> StateSpec:
@@ -81,8 +86,9 @@ def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], 
     def held_restore(snap: Any) -> None:
         try:
             restore(snap[0])
-        except Exception as exc:  # the state stays as the test left it; the error says so
+        except Exception as exc:  # the state stays as the test left it; the error and the leak line say so
             failed("restore", exc)
+            spec.unrestored = f"{NOT_RESTORED}the restore() of entry {label!r} failed)"
 
     spec.snapshot, spec.changed, spec.restore = held_snapshot, changed, held_restore
     spec.available = lambda: not spec.failure
@@ -180,10 +186,16 @@ class Isolation:
                 baselines[spec.label] = clean
                 del self.pristine[spec.label]
                 continue
-            changes.extend(self._describe(spec, base))
-            spec.restore(base)
+            changes.extend(self._put_back(spec, base, self._describe(spec, base)))
         self.settled = True
         return changes
+
+    @staticmethod
+    def _put_back(spec: StateSpec, base: Any, lines: List[str]) -> List[str]:
+        """Restore ``spec`` to ``base``; ``lines`` (its leak) end saying so where the project's restore() failed."""
+        spec.unrestored = ""
+        spec.restore(base)
+        return [f"{line} {spec.unrestored}" for line in lines] if spec.unrestored else lines
 
     @staticmethod
     def _describe(spec: StateSpec, base: Any) -> List[str]:
@@ -271,7 +283,6 @@ class Isolation:
                 for alive in later:  # they found this object as the ended fixture left it, and did not change it
                     alive.before[label] = alive.after[label] = before
             if spec.changed(expected):
-                changes.extend(self._describe(spec, expected))
-                spec.restore(expected)
+                changes.extend(self._put_back(spec, expected, self._describe(spec, expected)))
         self._ended_unchecked(unchecked, later)
         return FixtureEnd(frame.setup_for, changes)

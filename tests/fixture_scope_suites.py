@@ -391,7 +391,8 @@ def session_clean():
 
 def pytest_terminal_summary(terminalreporter):
     same = (converters_now() == START_CONVERTERS and ATOMIC_SUBGRAPHS == START_ATOMIC
-            and ATEN_POST_LOWERING_PASSES.passes == START_PASSES and groups.TORCH_TRT_DECOMPOSITIONS == START_DECOMPOSITIONS)
+            and ATEN_POST_LOWERING_PASSES.passes == START_PASSES
+            and groups.TORCH_TRT_DECOMPOSITIONS == START_DECOMPOSITIONS)
     terminalreporter.write_line(f"registries at the end: {'as they started' if same else 'changed'}")
 ''', "test_a1_converter_module.py": '''
 import pytest
@@ -556,5 +557,6 @@ CASCADE_LEAKS = [
     "  test_c_package/test_c2.py::test_second (fixture 'package_pass', package scope, set up for "
     "test_c_package/test_c1.py::test_first) -> added lowering pass package_lowering_pass at index *",
     "  test_d_class.py::TestD::test_second (fixture 'class_changes', class scope, set up for "
-    "test_d_class.py::TestD::test_first) -> aten.mm.default: 1 converter added; aten.digamma.default: decomposition added",
+    "test_d_class.py::TestD::test_first) -> aten.mm.default: 1 converter added; "
+    "aten.digamma.default: decomposition added",
 ]

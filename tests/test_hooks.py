@@ -255,7 +255,8 @@ NOT_RESTORED = "(not restored: the restore() of entry 'counter' failed)"
 
 @pytest.mark.parametrize("tests, leaker", [
     (CHANGES_THEN_CLEAN.format(fixture=""), "test_entry.py::test_one"),
-    (MODULE_FIXTURE_CHANGES, "test_entry.py::test_two (fixture 'changes', module scope, set up for test_entry.py::test_one)"),
+    (MODULE_FIXTURE_CHANGES,
+     "test_entry.py::test_two (fixture 'changes', module scope, set up for test_entry.py::test_one)"),
 ], ids=["test", "module fixture"])
 def test_a_leak_whose_entry_failed_to_restore_is_never_called_restored(
         pytester: pytest.Pytester, tests: str, leaker: str) -> None:
