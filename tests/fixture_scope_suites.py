@@ -309,10 +309,25 @@ def converters_now():
     return {k: list(v) for k, v in DYNAMO_ATEN_CONVERTERS.items()}
 
 
-START_CONVERTERS = converters_now()
-START_ATOMIC = list(ATOMIC_SUBGRAPHS)
-START_PASSES = list(ATEN_POST_LOWERING_PASSES.passes)
-START_DECOMPOSITIONS = dict(groups.TORCH_TRT_DECOMPOSITIONS)
+def now():
+    return {"converters": converters_now(), "atomic": list(ATOMIC_SUBGRAPHS),
+            "passes": list(ATEN_POST_LOWERING_PASSES.passes), "decompositions": dict(groups.TORCH_TRT_DECOMPOSITIONS)}
+
+
+START = {}  # the registries as the first test's setup starts (the guards are installed by then)
+
+
+def pytest_runtest_setup(item):
+    if not START:
+        START.update(now())
+
+
+SESSION_TARGETS = (aten.lgamma.default, aten.mm.default, aten.special_entr.default)  # the session fixtures' own
+
+
+def other_converters(converters):
+    """The converters of targets no session fixture registers for: under xdist, any may be alive in a test."""
+    return {k: v for k, v in converters.items() if k not in SESSION_TARGETS}
 
 
 def implementations(target):
@@ -390,10 +405,8 @@ def session_clean():
 
 
 def pytest_terminal_summary(terminalreporter):
-    same = (converters_now() == START_CONVERTERS and ATOMIC_SUBGRAPHS == START_ATOMIC
-            and ATEN_POST_LOWERING_PASSES.passes == START_PASSES
-            and groups.TORCH_TRT_DECOMPOSITIONS == START_DECOMPOSITIONS)
-    terminalreporter.write_line(f"registries at the end: {'as they started' if same else 'changed'}")
+    if START:  # tests ran in this process (not an xdist controller)
+        terminalreporter.write_line(f"registries at the end: {'as they started' if now() == START else 'changed'}")
 ''', "test_a1_converter_module.py": '''
 import pytest
 from conftest import DYNAMO_ATEN_CONVERTERS, aten, dynamo_tensorrt_converter
@@ -416,14 +429,12 @@ def test_first(registers_for_the_module):
 def test_second(registers_for_the_module, session_converter_fixture):
     assert aten.lgamma.default in DYNAMO_ATEN_CONVERTERS and aten.erfinv.default in DYNAMO_ATEN_CONVERTERS
 ''', "test_a2_after_converter_module.py": '''
-from conftest import START_CONVERTERS, aten, converters_now, implementations, session_converter
+from conftest import START, aten, converters_now, implementations, other_converters, session_converter
 
 
 def test_converters_as_at_session_start(session_converter_fixture):
     assert implementations(aten.lgamma.default) == [session_converter]
-    now = converters_now()
-    del now[aten.lgamma.default]
-    assert now == START_CONVERTERS
+    assert other_converters(converters_now()) == other_converters(START["converters"])
 ''', "test_b1_atomic_module.py": '''
 import pytest
 from conftest import ATOMIC_SUBGRAPHS, Pattern, register_atomic_subgraph
@@ -446,11 +457,11 @@ def test_first():
 def test_second(session_atomic):
     assert (ModulePattern, (), True) in ATOMIC_SUBGRAPHS
 ''', "test_b2_after_atomic_module.py": '''
-from conftest import ATOMIC_SUBGRAPHS, START_ATOMIC, SessionPattern
+from conftest import ATOMIC_SUBGRAPHS, START, SessionPattern
 
 
 def test_atomic_subgraphs_as_at_session_start(session_atomic):
-    assert ATOMIC_SUBGRAPHS == START_ATOMIC + [(SessionPattern, (), True)]
+    assert ATOMIC_SUBGRAPHS == START["atomic"] + [(SessionPattern, (), True)]
 ''', "test_c_package/__init__.py": "", "test_c_package/conftest.py": '''
 import pytest
 from conftest import _aten_lowering_pass
@@ -471,15 +482,15 @@ def test_first(package_pass):
 def test_second(package_pass, session_pass):
     pass
 ''', "test_c_z_after_package.py": '''
-from conftest import ATEN_POST_LOWERING_PASSES, START_PASSES, session_lowering_pass
+from conftest import ATEN_POST_LOWERING_PASSES, START, session_lowering_pass
 
 
 def test_passes_as_at_session_start(session_pass):
-    assert ATEN_POST_LOWERING_PASSES.passes == START_PASSES + [session_lowering_pass]
+    assert ATEN_POST_LOWERING_PASSES.passes == START["passes"] + [session_lowering_pass]
 ''', "test_d_class.py": '''
 import pytest
-from conftest import (START_CONVERTERS, START_DECOMPOSITIONS, aten, dynamo_tensorrt_converter, groups,
-                      implementations, session_decomposition, session_mm_converter)
+from conftest import (START, aten, dynamo_tensorrt_converter, groups, implementations, session_decomposition,
+                      session_mm_converter)
 
 
 def class_decomposition(x):
@@ -506,9 +517,9 @@ class TestD:
 
 
 def test_after_the_class(session_table):
-    stock = [c.converter_implementation for c in START_CONVERTERS[aten.mm.default]]
+    stock = [c.converter_implementation for c in START["converters"][aten.mm.default]]
     assert implementations(aten.mm.default) == stock + [session_mm_converter]
-    assert groups.TORCH_TRT_DECOMPOSITIONS == {**START_DECOMPOSITIONS, aten.sinc.default: session_decomposition}
+    assert groups.TORCH_TRT_DECOMPOSITIONS == {**START["decompositions"], aten.sinc.default: session_decomposition}
 ''', "test_e1_clean_module.py": '''
 import pytest
 from conftest import (ATOMIC_SUBGRAPHS, Pattern, aten, drop_converter, dynamo_tensorrt_converter,
