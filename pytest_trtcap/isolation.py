@@ -18,8 +18,8 @@ The rule, per scope:
   alive), each held object is checked only if no fixture started after it changed that object since; otherwise
   that object is not checked for either of them, except that a collection held with a ``revert`` (a registry, a
   list, a table) has what the ended fixture's setup added or removed, and nobody has touched since, taken out:
-  named as that fixture's leak, so it never reaches the next module. (Equality alone cannot tell: an undo handle
-  undone out of order hands its "before" on, so the state at its end may equal a later fixture's own.);
+  named as that fixture's leak, so it never reaches the next module (equality alone cannot tell: an undo handle
+  undone out of order hands its "before" on, so the state at its end may equal a later fixture's own);
 * a fixture not checked for an object (so, also, one set up while the session was dormant: it has no frame) ends
   as its own clean-up: what its teardown leaves of that object is kept as the baseline, never blamed on the next
   test nor put back to the value of a fixture already gone;
