@@ -12,7 +12,6 @@ import dataclasses
 import functools
 import importlib
 import sys
-from collections import Counter
 from typing import Any, Callable, List, Tuple
 
 from trtcap_guards.builder import INTERPRETER_MODULE, POPULATE, is_builder_wrapper
@@ -53,6 +52,11 @@ def _atomic_restore(snap: Tuple[list, list]) -> None:
     module = _atomic()
     snap[0][:] = snap[1]
     module.ATOMIC_SUBGRAPHS = snap[0]
+    _clear_traced(module)
+
+
+def _clear_traced(module: Any) -> None:
+    """The traced patterns are cached per entry: a changed list must not find a removed one's graph."""
     trace = getattr(module, "trace_atomic_graph", None)
     if hasattr(trace, "cache_clear"):
         trace.cache_clear()
@@ -76,23 +80,24 @@ def _atomic_describe(snap: Tuple[list, list]) -> List[str]:
     return out or ["ATOMIC_SUBGRAPHS reordered"]
 
 
+def _atomic_revert(before: Tuple[list, list], after: Tuple[list, list]) -> List[str]:
+    """Entries a fixture's setup added and still there: out; entries it removed: back (``StateSpec.revert``)."""
+    module = _atomic()
+    live = module.ATOMIC_SUBGRAPHS
+    if not isinstance(live, list):
+        return []
+    done = reg.revert_list(live, before[1], after[1])
+    if done.taken_out or done.put_back:
+        _clear_traced(module)
+    return ([f"added ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for _, e in done.taken_out]
+            + [f"removed ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for _, e in done.put_back])
+
+
 # --- lowering pass managers ----------------------------------------------------------------------------------
 
 
 def _passname_of(fn: Any) -> str:
     return getattr(fn, "__name__", None) or repr(fn)
-
-
-def _multiset_missing(items: list, other: list) -> List[Tuple[int, Any]]:
-    """(index, item) of ``items`` with no identical partner left in ``other`` (counted, so duplicates show)."""
-    left = Counter(id(x) for x in other)
-    out = []
-    for i, x in enumerate(items):
-        if left[id(x)]:
-            left[id(x)] -= 1
-        else:
-            out.append((i, x))
-    return out
 
 
 def pass_manager_spec(manager: str, label: str, noun: str) -> StateSpec:
@@ -112,13 +117,22 @@ def pass_manager_spec(manager: str, label: str, noun: str) -> StateSpec:
         snap[0][:] = snap[1]
         pm().passes = snap[0]
 
+    def lines(added: List[Tuple[int, Any]], removed: List[Tuple[int, Any]]) -> List[str]:
+        return ([f"added {noun} {_passname_of(p)} at index {i}" for i, p in added]
+                + [f"removed {noun} {_passname_of(p)} from index {i}" for i, p in removed])
+
     def describe(snap: Tuple[list, list]) -> List[str]:
         now = list(pm().passes)
-        out = [f"added {noun} {_passname_of(p)} at index {i}" for i, p in _multiset_missing(now, snap[1])]
-        out += [f"removed {noun} {_passname_of(p)} from index {i}" for i, p in _multiset_missing(snap[1], now)]
-        return out or [f"{manager} passes reordered"]
+        return lines(reg.multiset_missing(now, snap[1]), reg.multiset_missing(snap[1], now)) or [
+            f"{manager} passes reordered"]
 
-    return StateSpec(label, snapshot, restore, changed, describe, available=_loaded(PASSES_MODULE))
+    def revert(before: Tuple[list, list], after: Tuple[list, list]) -> List[str]:
+        live = pm().passes
+        if not isinstance(live, list):
+            return []
+        return lines(*reg.revert_list(live, before[1], after[1]))
+
+    return StateSpec(label, snapshot, restore, changed, describe, available=_loaded(PASSES_MODULE), revert=revert)
 
 
 # --- tables (op or rule id -> function): decompositions, constant-fold exclusion rules ---------------------------
@@ -147,14 +161,43 @@ def table_spec(module_name: str, table: str, noun: str) -> StateSpec:
         setattr(module(), table, snap[0])
 
     def describe(snap: Tuple[dict, dict]) -> List[str]:
-        now, before = getattr(module(), table), snap[1]
-        key = lambda k: k if isinstance(k, str) else name_of(k)  # noqa: E731
-        out = [f"{key(k)}: {noun} added" for k in now.keys() - before.keys()]
-        out += [f"{key(k)}: {noun} removed" for k in before.keys() - now.keys()]
-        out += [f"{key(k)}: {noun} replaced" for k in now.keys() & before.keys() if now[k] is not before[k]]
-        return sorted(out) or [f"{table} rebound"]
+        return _table_lines(getattr(module(), table), snap[1], noun) or [f"{table} rebound"]
 
-    return StateSpec(table, snapshot, restore, changed, describe, available=_loaded(module_name))
+    def revert(before: Tuple[dict, dict], after: Tuple[dict, dict]) -> List[str]:
+        live = getattr(module(), table)
+        return _table_lines(*_revert_table(live, before[1], after[1]), noun) if isinstance(live, dict) else []
+
+    return StateSpec(table, snapshot, restore, changed, describe, available=_loaded(module_name), revert=revert)
+
+
+def _table_lines(now: dict, before: dict, noun: str) -> List[str]:
+    """``aten.relu.default: decomposition added``: each entry of ``now`` new, gone or replaced since ``before``."""
+    key = lambda k: k if isinstance(k, str) else name_of(k)  # noqa: E731
+    out = [f"{key(k)}: {noun} added" for k in now.keys() - before.keys()]
+    out += [f"{key(k)}: {noun} removed" for k in before.keys() - now.keys()]
+    out += [f"{key(k)}: {noun} replaced" for k in now.keys() & before.keys() if now[k] is not before[k]]
+    return sorted(out)
+
+
+_ABSENT = object()  # a key not in a table
+
+
+def _revert_table(live: dict, before: dict, after: dict) -> Tuple[dict, dict]:
+    """Take the change ``before`` -> ``after`` out of ``live`` where each entry is still as it left it; the entries
+    taken out as (as it left them, as they were), for ``_table_lines``."""
+    left, was = {}, {}
+    for k in after.keys() | before.keys():
+        if k in after and live.get(k, _ABSENT) is not after[k]:
+            continue  # removed or replaced since, or unchanged by it
+        if k in before and (k in after and before[k] is after[k] or k not in after and k in live):
+            continue  # unchanged by it, or re-added since it removed it
+        if k in after:
+            left[k] = after[k]
+        if k in before:
+            was[k] = live[k] = before[k]
+        else:
+            del live[k]
+    return left, was
 
 
 # --- the guards' own state --------------------------------------------------------------------------------------
@@ -234,13 +277,14 @@ def builtin_specs(list_all: bool = False) -> List[StateSpec]:
     (``-v``): a leak line names every changed converter target, not the first few of each registry."""
     return [
         StateSpec("converter registry", reg.registry_snapshot, reg.registry_restore, reg.registry_changed,
-                  functools.partial(reg.registry_describe, list_all=list_all), available=_loaded(REGISTRY_MODULE)),
+                  functools.partial(reg.registry_describe, list_all=list_all), available=_loaded(REGISTRY_MODULE),
+                  revert=functools.partial(reg.registry_revert, list_all=list_all)),
         StateSpec("builder wrapper", _builder_snapshot, _builder_restore, _builder_changed, _builder_describe,
                   available=lambda: hasattr(sys.modules.get(INTERPRETER_MODULE), "TRTInterpreter")),
         StateSpec("converter registry settings", reg.settings_snapshot, reg.settings_restore,
                   reg.settings_changed, reg.settings_describe, available=_loaded(REGISTRY_MODULE)),
         StateSpec("ATOMIC_SUBGRAPHS", _atomic_snapshot, _atomic_restore, _atomic_changed, _atomic_describe,
-                  available=_loaded(ATOMIC_MODULE)),
+                  available=_loaded(ATOMIC_MODULE), revert=_atomic_revert),
         pass_manager_spec("ATEN_PRE_LOWERING_PASSES", "ATEN_PRE_LOWERING_PASSES", "pre-lowering pass"),
         pass_manager_spec("ATEN_POST_LOWERING_PASSES", "ATEN_POST_LOWERING_PASSES", "lowering pass"),
         table_spec(DECOMPOSITIONS_MODULE, "TORCH_TRT_DECOMPOSITIONS", "decomposition"),

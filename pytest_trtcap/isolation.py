@@ -16,7 +16,10 @@ The rule, per scope:
 * nothing is restored from under a fixture still alive. Fixtures mostly end in the reverse order they started;
   where one ends before a fixture started after it (a session fixture first requested while a module fixture is
   alive), each held object is checked only if no fixture started after it changed that object since; otherwise
-  that object is not checked for either of them;
+  that object is not checked for either of them, except that a collection held with a ``revert`` (a registry, a
+  list, a table) has what the ended fixture's setup added or removed, and nobody has touched since, taken out:
+  named as that fixture's leak, so it never reaches the next module (equality alone cannot tell: an undo handle
+  undone out of order hands its "before" on, so the state at its end may equal a later fixture's own);
 * a fixture not checked for an object (so, also, one set up while the session was dormant: it has no frame) ends
   as its own clean-up: what its teardown leaves of that object is kept as the baseline, never blamed on the next
   test nor put back to the value of a fixture already gone;
@@ -43,6 +46,15 @@ class StateSpec:
     describe: Callable[[Any], List[str]]  # what changed since the snapshot, for the leak report
     available: Callable[[], bool] = lambda: True
     failure: str = ""  # a project's entry whose code raised: the error to report (``user_spec``)
+    unrestored: str = ""  # its last restore() raised: what its leak lines end with
+    # Take the change a fixture's setup made (its snapshots ``before`` -> ``after``) out of the live state, in
+    # place, where that change is still there untouched; return lines naming what was taken out, worded like
+    # ``describe``'s. Only for an object changed under that fixture by one started after it (never per test).
+    revert: Optional[Callable[[Any, Any], List[str]]] = None
+
+
+#: Ends a leak line whose restore failed: the summary's "restored" must be true.
+NOT_RESTORED = "(not restored: "
 
 
 def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None], where: str = "") -> StateSpec:
@@ -81,8 +93,9 @@ def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], 
     def held_restore(snap: Any) -> None:
         try:
             restore(snap[0])
-        except Exception as exc:  # the state stays as the test left it; the error says so
+        except Exception as exc:  # the state stays as the test left it; the error and the leak line say so
             failed("restore", exc)
+            spec.unrestored = f"{NOT_RESTORED}the restore() of entry {label!r} failed)"
 
     spec.snapshot, spec.changed, spec.restore = held_snapshot, changed, held_restore
     spec.available = lambda: not spec.failure
@@ -180,10 +193,16 @@ class Isolation:
                 baselines[spec.label] = clean
                 del self.pristine[spec.label]
                 continue
-            changes.extend(self._describe(spec, base))
-            spec.restore(base)
+            changes.extend(self._put_back(spec, base, self._describe(spec, base)))
         self.settled = True
         return changes
+
+    @staticmethod
+    def _put_back(spec: StateSpec, base: Any, lines: List[str]) -> List[str]:
+        """Restore ``spec`` to ``base``; ``lines`` (its leak) end saying so where the project's restore() failed."""
+        spec.unrestored = ""
+        spec.restore(base)
+        return [f"{line} {spec.unrestored}" for line in lines] if spec.unrestored else lines
 
     @staticmethod
     def _describe(spec: StateSpec, base: Any) -> List[str]:
@@ -262,7 +281,8 @@ class Isolation:
             if before is frame.after.get(label):  # its setup left this object alone: so must its teardown
                 expected = self.baselines.get(label, before)
             elif later and self.baselines.get(label) is not frame.after.get(label):
-                for alive in later:  # changed since by a fixture still alive: nobody can tell whose it is
+                changes.extend(self._revert(spec, before, frame.after.get(label)))
+                for alive in later:  # changed since by a fixture still alive: nobody can tell whose the rest is
                     alive.before.pop(label, None)
                 self.settled = False
                 continue
@@ -271,7 +291,16 @@ class Isolation:
                 for alive in later:  # they found this object as the ended fixture left it, and did not change it
                     alive.before[label] = alive.after[label] = before
             if spec.changed(expected):
-                changes.extend(self._describe(spec, expected))
-                spec.restore(expected)
+                changes.extend(self._put_back(spec, expected, self._describe(spec, expected)))
         self._ended_unchecked(unchecked, later)
         return FixtureEnd(frame.setup_for, changes)
+
+    def _revert(self, spec: StateSpec, before: Any, after: Any) -> List[str]:
+        """A fixture ended whose object was changed since by a fixture still alive: take out what its setup did
+        that is still there untouched (a spec with ``revert``), and hold the result as the baseline."""
+        if spec.revert is None or after is None:
+            return []
+        lines = [one_line(str(line)) for line in spec.revert(before, after)]
+        if lines:
+            self.baselines[spec.label] = spec.snapshot()
+        return lines

@@ -182,6 +182,16 @@ def _guard_lines(session: Findings, registry: Any) -> List[str]:
     return lines
 
 
+def _restored(leaks: Dict[str, str]) -> str:
+    """"restored" only where it is true: a leak whose restore failed says so on its line (``NOT_RESTORED``)."""
+    from .isolation import NOT_RESTORED
+
+    failed = sum(NOT_RESTORED in what for what in leaks.values())
+    if not failed:
+        return "restored"
+    return "not restored" if failed == len(leaks) else f"restored except {failed}"
+
+
 def summary_lines(session: Findings, registry: Any) -> List[str]:
     """The ``trtcap`` summary section's lines (none: no section); ``registry`` is the guards' registry module
     where something loaded it."""
@@ -195,7 +205,7 @@ def summary_lines(session: Findings, registry: Any) -> List[str]:
 
         lines.append(needs_gpu_report.summary_line(session.needs_gpu.values()))
     if session.leaks:
-        lines.append(f"leaks: {len(session.leaks)} test(s) left global state changed (restored)")
+        lines.append(f"leaks: {len(session.leaks)} test(s) left global state changed ({_restored(session.leaks)})")
         lines.extend(f"  {nodeid} -> {what}" for nodeid, what in session.leaks.items())
     lines.extend(_guard_lines(session, registry))
     state = session.state

@@ -289,3 +289,285 @@ def test_after():
     assert origin() == "session"
 """}, 6),
 }
+
+#: A fixture of module, package or class scope that adds to a held registry and never takes it out, while a session
+#: fixture first requested by a later test of its scope adds to the same registry (an order pytest-randomly makes
+#: routinely). Each test after such a scope asserts the registries are as at the session's start, plus what the
+#: session fixtures still alive added; the conftest prints whether they are as they started once every fixture ended.
+CASCADE: Dict[str, str] = {"conftest.py": '''
+import pytest
+import torch
+from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_ATEN_CONVERTERS, dynamo_tensorrt_converter
+from torch_tensorrt.dynamo.lowering import _decomposition_groups as groups
+from torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass import ATEN_POST_LOWERING_PASSES, _aten_lowering_pass
+from torch_tensorrt.dynamo.partitioning._atomic_subgraphs import ATOMIC_SUBGRAPHS, register_atomic_subgraph
+
+aten = torch.ops.aten
+
+
+def converters_now():
+    return {k: list(v) for k, v in DYNAMO_ATEN_CONVERTERS.items()}
+
+
+def now():
+    return {"converters": converters_now(), "atomic": list(ATOMIC_SUBGRAPHS),
+            "passes": list(ATEN_POST_LOWERING_PASSES.passes), "decompositions": dict(groups.TORCH_TRT_DECOMPOSITIONS)}
+
+
+START = {}  # the registries as the first test's setup starts (the guards are installed by then)
+
+
+def pytest_runtest_setup(item):
+    if not START:
+        START.update(now())
+
+
+SESSION_TARGETS = (aten.lgamma.default, aten.mm.default, aten.special_entr.default)  # the session fixtures' own
+
+
+def other_converters(converters):
+    """The converters of targets no session fixture registers for: under xdist, any may be alive in a test."""
+    return {k: v for k, v in converters.items() if k not in SESSION_TARGETS}
+
+
+def implementations(target):
+    return [c.converter_implementation for c in DYNAMO_ATEN_CONVERTERS.get(target, [])]
+
+
+def drop_converter(target, fn):
+    kept = [c for c in DYNAMO_ATEN_CONVERTERS[target] if c.converter_implementation is not fn]
+    if kept:
+        DYNAMO_ATEN_CONVERTERS[target][:] = kept
+    else:
+        del DYNAMO_ATEN_CONVERTERS[target]
+
+
+class Pattern(torch.nn.Module):
+    def forward(self, x):
+        return aten.relu.default(x)
+
+
+class SessionPattern(Pattern):
+    pass
+
+
+def session_converter(ctx, target, args, kwargs, name):
+    raise NotImplementedError
+
+
+def session_mm_converter(ctx, target, args, kwargs, name):
+    raise NotImplementedError
+
+
+def session_lowering_pass(gm, settings):
+    return gm
+
+
+def session_decomposition(x):
+    return x
+
+
+@pytest.fixture(scope="session")
+def session_converter_fixture():
+    dynamo_tensorrt_converter(aten.lgamma.default)(session_converter)
+    yield
+    drop_converter(aten.lgamma.default, session_converter)
+
+
+@pytest.fixture(scope="session")
+def session_atomic():
+    register_atomic_subgraph(init_args=(), is_core_aten=True)(SessionPattern)
+    yield
+    ATOMIC_SUBGRAPHS.remove((SessionPattern, (), True))
+
+
+@pytest.fixture(scope="session")
+def session_pass():
+    _aten_lowering_pass(session_lowering_pass)
+    yield
+    ATEN_POST_LOWERING_PASSES.passes.remove(session_lowering_pass)
+
+
+@pytest.fixture(scope="session")
+def session_table():
+    groups.TORCH_TRT_DECOMPOSITIONS[aten.sinc.default] = session_decomposition
+    dynamo_tensorrt_converter(aten.mm.default)(session_mm_converter)
+    yield
+    del groups.TORCH_TRT_DECOMPOSITIONS[aten.sinc.default]
+    drop_converter(aten.mm.default, session_mm_converter)
+
+
+@pytest.fixture(scope="session")
+def session_clean():
+    dynamo_tensorrt_converter(aten.special_entr.default)(session_converter)
+    yield
+    drop_converter(aten.special_entr.default, session_converter)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if START:  # tests ran in this process (not an xdist controller)
+        terminalreporter.write_line(f"registries at the end: {'as they started' if now() == START else 'changed'}")
+''', "test_a1_converter_module.py": '''
+import pytest
+from conftest import DYNAMO_ATEN_CONVERTERS, aten, dynamo_tensorrt_converter
+
+
+def module_converter(ctx, target, args, kwargs, name):
+    raise NotImplementedError
+
+
+@pytest.fixture(scope="module")
+def registers_for_the_module():
+    dynamo_tensorrt_converter(aten.erfinv.default)(module_converter)
+    yield
+
+
+def test_first(registers_for_the_module):
+    assert aten.erfinv.default in DYNAMO_ATEN_CONVERTERS
+
+
+def test_second(registers_for_the_module, session_converter_fixture):
+    assert aten.lgamma.default in DYNAMO_ATEN_CONVERTERS and aten.erfinv.default in DYNAMO_ATEN_CONVERTERS
+''', "test_a2_after_converter_module.py": '''
+from conftest import START, aten, converters_now, implementations, other_converters, session_converter
+
+
+def test_converters_as_at_session_start(session_converter_fixture):
+    assert implementations(aten.lgamma.default) == [session_converter]
+    assert other_converters(converters_now()) == other_converters(START["converters"])
+''', "test_b1_atomic_module.py": '''
+import pytest
+from conftest import ATOMIC_SUBGRAPHS, Pattern, register_atomic_subgraph
+
+
+class ModulePattern(Pattern):
+    pass
+
+
+@pytest.fixture(scope="module", autouse=True)
+def module_pattern():
+    register_atomic_subgraph(init_args=(), is_core_aten=True)(ModulePattern)
+    yield
+
+
+def test_first():
+    assert (ModulePattern, (), True) in ATOMIC_SUBGRAPHS
+
+
+def test_second(session_atomic):
+    assert (ModulePattern, (), True) in ATOMIC_SUBGRAPHS
+''', "test_b2_after_atomic_module.py": '''
+from conftest import ATOMIC_SUBGRAPHS, START, SessionPattern
+
+
+def test_atomic_subgraphs_as_at_session_start(session_atomic):
+    assert ATOMIC_SUBGRAPHS == START["atomic"] + [(SessionPattern, (), True)]
+''', "test_c_package/__init__.py": "", "test_c_package/conftest.py": '''
+import pytest
+from conftest import _aten_lowering_pass
+
+
+def package_lowering_pass(gm, settings):
+    return gm
+
+
+@pytest.fixture(scope="package")
+def package_pass():
+    _aten_lowering_pass(package_lowering_pass)
+    yield
+''', "test_c_package/test_c1.py": '''
+def test_first(package_pass):
+    pass
+''', "test_c_package/test_c2.py": '''
+def test_second(package_pass, session_pass):
+    pass
+''', "test_c_z_after_package.py": '''
+from conftest import ATEN_POST_LOWERING_PASSES, START, session_lowering_pass
+
+
+def test_passes_as_at_session_start(session_pass):
+    assert ATEN_POST_LOWERING_PASSES.passes == START["passes"] + [session_lowering_pass]
+''', "test_d_class.py": '''
+import pytest
+from conftest import (START, aten, dynamo_tensorrt_converter, groups, implementations, session_decomposition,
+                      session_mm_converter)
+
+
+def class_decomposition(x):
+    return x
+
+
+def class_mm_converter(ctx, target, args, kwargs, name):
+    raise NotImplementedError
+
+
+@pytest.fixture(scope="class")
+def class_changes():
+    groups.TORCH_TRT_DECOMPOSITIONS[aten.digamma.default] = class_decomposition
+    dynamo_tensorrt_converter(aten.mm.default)(class_mm_converter)
+    yield
+
+
+class TestD:
+    def test_first(self, class_changes):
+        assert class_mm_converter in implementations(aten.mm.default)
+
+    def test_second(self, class_changes, session_table):
+        assert session_mm_converter in implementations(aten.mm.default)
+
+
+def test_after_the_class(session_table):
+    stock = [c.converter_implementation for c in START["converters"][aten.mm.default]]
+    assert implementations(aten.mm.default) == stock + [session_mm_converter]
+    assert groups.TORCH_TRT_DECOMPOSITIONS == {**START["decompositions"], aten.sinc.default: session_decomposition}
+''', "test_e1_clean_module.py": '''
+import pytest
+from conftest import (ATOMIC_SUBGRAPHS, Pattern, aten, drop_converter, dynamo_tensorrt_converter,
+                      register_atomic_subgraph)
+
+
+class CleanPattern(Pattern):
+    pass
+
+
+def clean_converter(ctx, target, args, kwargs, name):
+    raise NotImplementedError
+
+
+@pytest.fixture(scope="module")
+def cleans_up():
+    dynamo_tensorrt_converter(aten.i0.default)(clean_converter)
+    register_atomic_subgraph(init_args=(), is_core_aten=True)(CleanPattern)
+    yield
+    ATOMIC_SUBGRAPHS.remove((CleanPattern, (), True))
+    drop_converter(aten.i0.default, clean_converter)
+
+
+def test_first(cleans_up):
+    pass
+
+
+def test_second(cleans_up, session_clean):
+    pass
+''', "test_e2_after_clean_module.py": '''
+from conftest import ATOMIC_SUBGRAPHS, DYNAMO_ATEN_CONVERTERS, aten, implementations, session_converter
+
+
+def test_only_the_session_fixture_s_converter_is_left(session_clean):
+    assert implementations(aten.special_entr.default) == [session_converter]
+    assert aten.i0.default not in DYNAMO_ATEN_CONVERTERS
+    assert not [e for e in ATOMIC_SUBGRAPHS if e[0].__name__ == "CleanPattern"]
+'''}
+
+#: The leaks that run names (who -> what), each once.
+CASCADE_LEAKS = [
+    "  test_a1_converter_module.py::test_second (fixture 'registers_for_the_module', module scope, set up for "
+    "test_a1_converter_module.py::test_first) -> aten.erfinv.default: target added (1 converter)",
+    "  test_b1_atomic_module.py::test_second (fixture 'module_pattern', module scope, set up for "
+    "test_b1_atomic_module.py::test_first) -> added ATOMIC_SUBGRAPHS entry (ModulePattern, (), True)",
+    "  test_c_package/test_c2.py::test_second (fixture 'package_pass', package scope, set up for "
+    "test_c_package/test_c1.py::test_first) -> added lowering pass package_lowering_pass at index *",
+    "  test_d_class.py::TestD::test_second (fixture 'class_changes', class scope, set up for "
+    "test_d_class.py::TestD::test_first) -> aten.mm.default: 1 converter added; "
+    "aten.digamma.default: decomposition added",
+]

@@ -90,3 +90,24 @@ def test_new_compilation_settings_are_restored_silently(settings_kept) -> None:
     assert held_registry.settings_describe(snap) == []
     held_registry.settings_restore(snap)
     assert converter_registry.compilation_settings is before and converter_registry.disallowed_targets is held
+
+
+def test_a_fixture_s_registry_change_is_taken_out_where_nobody_changed_it_since(aten_converters) -> None:
+    """``registry_revert``: a target and a candidate the ended fixture added go, a target it removed comes back
+    (the same list object); a later fixture's target and candidate stay."""
+    removed = torch.ops.aten.bmm.default
+    stock_known, stock_removed = list(aten_converters[KNOWN]), aten_converters[removed]
+    before = held_registry.registry_snapshot()
+    register(NEW)
+    register(KNOWN)
+    del aten_converters[removed]
+    after = held_registry.registry_snapshot()
+    register(KNOWN)  # the later fixture's own candidate
+    later = aten_converters[KNOWN][-1]
+    register(torch.ops.aten.logcumsumexp.default)
+    assert held_registry.registry_revert(before, after) == [
+        "aten.bmm.default: target removed", "aten.logsumexp.default: target added (1 converter)",
+        "aten.mm.default: 1 converter added"]
+    assert NEW not in aten_converters and aten_converters[removed] is stock_removed
+    assert [id(c) for c in aten_converters[KNOWN]] == [id(c) for c in [*stock_known, later]]
+    assert torch.ops.aten.logcumsumexp.default in aten_converters

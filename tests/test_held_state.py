@@ -89,3 +89,19 @@ def test_the_guards_spec_names_a_declaration_and_undoes_it() -> None:
     spec.restore(snap)
     assert guards.state_snapshot(fired=False).targets == snap.targets
     assert not spec.changed(snap)
+
+
+def test_a_table_spec_takes_out_only_what_a_fixture_s_setup_did_that_nobody_touched_since(table_module) -> None:
+    """``revert``: a fixture ended while one started after it is alive; the later one's changes stay."""
+    spec = held_state.table_spec(MODULE, "TABLE", "rule")
+    table = table_module.TABLE
+    before = spec.snapshot()
+    table["aten.mul.Tensor"] = "mul"
+    del table["aten.relu.default"]
+    table["aten.add.Tensor"] = "another add"
+    after = spec.snapshot()
+    table["aten.sub.Tensor"] = "sub"  # the later fixture's own
+    table["aten.add.Tensor"] = "a later add"  # changed since: no longer as the ended fixture left it
+    assert spec.revert(before, after) == ["aten.mul.Tensor: rule added", "aten.relu.default: rule removed"]
+    assert table_module.TABLE is table
+    assert table == {"aten.relu.default": "relu", "aten.add.Tensor": "a later add", "aten.sub.Tensor": "sub"}

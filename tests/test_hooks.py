@@ -230,3 +230,40 @@ def test_an_entry_that_fails_beside_a_teardown_error_is_not_blamed_on_the_next_t
     result.stdout.fnmatch_lines(["*- trtcap -*", "trtcap: hook pytest_trtcap_isolated_state in *conftest.py: "
                                  "entry 'counter': restore() raised RuntimeError('no restore') at *conftest.py:*"])
     assert "PASSED test_entry.py::test_two" in result.stdout.str()
+
+
+MODULE_FIXTURE_CHANGES = '''
+import pytest
+import conftest
+
+
+@pytest.fixture(scope="module")
+def changes():
+    conftest.STATE["n"] += 1
+    yield
+
+
+def test_one(changes):
+    pass
+
+
+def test_two():
+    pass
+'''
+NOT_RESTORED = "(not restored: the restore() of entry 'counter' failed)"
+
+
+@pytest.mark.parametrize("tests, leaker", [
+    (CHANGES_THEN_CLEAN.format(fixture=""), "test_entry.py::test_one"),
+    (MODULE_FIXTURE_CHANGES,
+     "test_entry.py::test_two (fixture 'changes', module scope, set up for test_entry.py::test_one)"),
+], ids=["test", "module fixture"])
+def test_a_leak_whose_entry_failed_to_restore_is_never_called_restored(
+        pytester: pytest.Pytester, tests: str, leaker: str) -> None:
+    """The summary says "restored" only of what was: a leak the project's restore() failed to put back says so."""
+    pytester.makeconftest(BROKEN_ENTRY.format(snapshot_raises=False, restore_raises=True, compare_raises=False))
+    pytester.makepyfile(test_entry=tests)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    result.stdout.fnmatch_lines(["leaks: 1 test(s) left global state changed (not restored)",
+                                 f"  {leaker} -> counter changed {NOT_RESTORED}"])
+    assert "(restored)" not in result.stdout.str()

@@ -9,10 +9,13 @@ workers wake the same way). Among such fixtures a real leak must still be named,
 
 from __future__ import annotations
 
-from typing import Dict
+import os
+import subprocess
+import sys
+from typing import Dict, NamedTuple
 
 import pytest
-from fixture_scope_suites import FINAL_STATE, SESSION, SUITES
+from fixture_scope_suites import CASCADE, CASCADE_LEAKS, FINAL_STATE, SESSION, SUITES
 
 RUN = ("-p", "no:cacheprovider", "-p", "no:randomly", "-rA")
 MODES = [
@@ -159,3 +162,52 @@ def test_repeating_exactly_what_a_fixture_that_woke_the_session_declared_is_stil
         "leaks: 1 test(s) left global state changed (restored)",
         "  test_d2.py::test_repeats_it_and_leaks -> guards: declared targets 7.5 (from module), were none",
     ])
+
+
+# --- a wider fixture's leak beside a session fixture first requested in its scope (Torch-TensorRT's registries) ---
+
+
+class Cascade(NamedTuple):
+    result: pytest.RunResult
+    xdist: bool
+
+
+@pytest.fixture(scope="module", params=[(), ("-n", "2", "--dist", "loadfile")], ids=["one process", "xdist"])
+def cascade(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Cascade:
+    """One run of ``CASCADE`` in a subprocess with no visible CUDA device (importing Torch-TensorRT costs seconds)."""
+    work = tmp_path_factory.mktemp("cascade")
+    for path, text in CASCADE.items():
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_text(text)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRTCAP_", "PYTEST_"))}
+    env.update(CUDA_VISIBLE_DEVICES="", PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest", *RUN, "-vv", *request.param], cwd=str(work), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    return Cascade(pytest.RunResult(proc.returncode, proc.stdout.splitlines(), [], 0.0), bool(request.param))
+
+
+def test_a_wider_fixture_s_registry_leak_is_named_and_undone_though_a_later_session_fixture_changed_that_registry(
+        cascade: Cascade) -> None:
+    """Module, package and class fixtures that never take out what they added to a converter registry, the atomic
+    subgraphs, a pass list or a table, while a session fixture first requested by a later test of their scope added
+    to the same object: each is named when its scope ends, and the next scope's tests find the registries as at the
+    session's start (plus what the live session fixtures added)."""
+    result = cascade.result
+    result.assert_outcomes(passed=15)
+    if cascade.xdist:  # a worker that ran one file of the package ends the package fixture there: a leak there too
+        leaks = [*CASCADE_LEAKS[:2], "  test_c_package/test_c?.py::test_* (fixture 'package_pass', package scope*) "
+                 "-> added lowering pass package_lowering_pass at index *", *CASCADE_LEAKS[3:]]
+        result.stdout.fnmatch_lines_random(["leaks: * test(s) left global state changed (restored)", *leaks])
+        return
+    result.stdout.fnmatch_lines([f"leaks: {len(CASCADE_LEAKS)} test(s) left global state changed (restored)"])
+    result.stdout.fnmatch_lines_random(CASCADE_LEAKS)
+    result.stdout.fnmatch_lines(["registries at the end: as they started"])
+
+
+def test_a_wider_fixture_that_takes_out_what_it_added_beside_a_later_session_fixture_leaks_nothing(
+        cascade: Cascade) -> None:
+    out = cascade.result.stdout.str()
+    named = [line for line in cascade.result.stdout.lines if line.startswith("  ") and "leaked" not in line
+             and " (fixture '" in line and " -> " in line]
+    assert not [line for line in named if "test_e1_clean_module" in line], named
+    assert "PASSED test_e1_clean_module.py::test_second" in out, out
