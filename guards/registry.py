@@ -157,7 +157,7 @@ def upstream_guarded_targets() -> Tuple[str, ...]:
     for table in registry_dicts():
         for target, entries in table.items():
             for support in entries if isinstance(entries, list) else ():
-                stock = getattr(support.capability_validator, _ORIGINAL, support).capability_validator
+                stock = (getattr(support.capability_validator, _ORIGINAL, None) or support).capability_validator
                 if _references_upstream_guard(stock):
                     out.append(target_name_of(target))
                     break

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Tuple, Union
+from typing import Any, Iterable, List, Optional, Tuple, Union
 
 from . import first_use
 from .capabilities import (  # noqa: F401  (re-exported: trtcap_guards.targets.parse_targets and the rest)
@@ -126,9 +126,9 @@ def installed_backend() -> str:
 
 def torch_tensorrt_version() -> Optional[str]:
     """Version of the installed Torch-TensorRT, without importing it."""
-    tt = sys.modules.get("torch_tensorrt")
-    if getattr(tt, "__version__", None):
-        return str(tt.__version__)
+    version = getattr(sys.modules.get("torch_tensorrt"), "__version__", None)
+    if version:
+        return str(version)
     from .distributions import installed_versions
 
     return next(iter(installed_versions().values()), None)
@@ -150,9 +150,10 @@ def _probe_host() -> Tuple[Capability, ...]:
 
         if not torch.cuda.is_available():
             return ()
-        caps = []
+        caps: List[Capability] = []
         for index in range(torch.cuda.device_count()):
-            cap = tuple(torch.cuda.get_device_capability(index))
+            major, minor = torch.cuda.get_device_capability(index)
+            cap = (int(major), int(minor))
             if cap not in caps:
                 caps.append(cap)
         return tuple(caps)

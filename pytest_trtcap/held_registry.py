@@ -324,6 +324,8 @@ def _restore_collection(held: Any, contents: Any) -> bool:
 def _restore_fields(settings: Any, values: Dict[str, Any]) -> None:
     """Each field that differs is put back, a collection in place (``disallowed_targets`` may be that very set)."""
     fields = _fields_of(settings)
+    if fields is None:  # not a dataclass any more: nothing to put back field by field
+        return
     for key in [k for k in fields if k not in values]:
         del fields[key]
     for key, value in values.items():

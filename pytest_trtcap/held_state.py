@@ -57,9 +57,9 @@ def _atomic_restore(snap: Tuple[list, list]) -> None:
 
 def _clear_traced(module: Any) -> None:
     """The traced patterns are cached per entry: a changed list must not find a removed one's graph."""
-    trace = getattr(module, "trace_atomic_graph", None)
-    if hasattr(trace, "cache_clear"):
-        trace.cache_clear()
+    clear = getattr(getattr(module, "trace_atomic_graph", None), "cache_clear", None)
+    if callable(clear):
+        clear()
 
 
 def format_atomic_entry(entry: Any) -> str:

@@ -12,7 +12,7 @@ pytest run whose bytecode is not cached; this module, loaded in every run, has n
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Literal, Optional, Tuple
 
 import pytest
 
@@ -87,8 +87,8 @@ def add_options(parser: pytest.Parser) -> None:
                             metavar=spec.metavar, help=help)
         else:
             group.addoption(spec.option, default=None, dest=f"trtcap_{spec.dest}", metavar=spec.metavar, help=help)
-        parser.addini(spec.ini, help=spec.help, type="linelist" if spec.kind == "append" else "string",
-                      default=[] if spec.kind == "append" else "")
+        ini_type: Literal["linelist", "string"] = "linelist" if spec.kind == "append" else "string"
+        parser.addini(spec.ini, help=spec.help, type=ini_type, default=[] if spec.kind == "append" else "")
 
 
 def given(config: pytest.Config, spec: Spec, early: bool = False) -> List[Tuple[Any, str]]:

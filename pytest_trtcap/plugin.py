@@ -16,7 +16,7 @@ pytest run whose bytecode is not cached; this module, loaded in every run, has n
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Generator, List, Optional
+from typing import TYPE_CHECKING, Any, Generator, List, Optional, Sequence
 
 import pytest
 
@@ -88,7 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.option.markers:  # ``pytest --markers`` shows their help, generated from the rules table
         from .markers import marker_lines
 
-        lines = marker_lines()
+        lines: Sequence[str] = marker_lines()
     else:  # registered by name, which is all ``--strict-markers`` reads: the table stays unloaded
         lines = options.MARKER_NAMES
     for line in lines:

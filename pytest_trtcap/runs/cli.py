@@ -207,8 +207,10 @@ def _terminate_as_interrupt() -> Iterator[None]:
     def interrupt(_signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt
 
-    previous = {}
+    previous: Dict[Any, Any] = {}
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is None:  # no SIGHUP here
+            continue
         try:
             previous[sig] = signal.signal(sig, interrupt)
         except (TypeError, ValueError):  # no such signal here, or not the main thread

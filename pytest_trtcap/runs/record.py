@@ -189,7 +189,7 @@ def _check_header(path: Any, data: Dict[str, Any]) -> None:
             raise RecordError(path, f"not a trtcap record (no \"schema\": \"{SCHEMA}\"; top-level keys: {keys})")
         raise RecordError(path, f"not a trtcap record (schema is {str(schema)[:60]!r}, expected {SCHEMA!r})")
     version = data.get("version")
-    if not of_type(version, _INT) or version < 1:
+    if not isinstance(version, int) or not of_type(version, _INT) or version < 1:
         raise RecordError(path, f"record has no valid \"version\" (got {repr(version)[:40]})")
     if version > VERSION:
         raise RecordError(

@@ -16,7 +16,7 @@ import sys
 from typing import IO, Any, List, Mapping, Optional
 
 from ..text import one_line
-from .sections import Annotation, Section, View, annotations, compare_view, sweep_view
+from .sections import Annotation, Section, View, compare_view, github_annotations, sweep_view
 
 _MORE = "... and {n} more (--max-rows 0 shows all; --format json has everything)"
 
@@ -161,7 +161,7 @@ def _render_github(result: Mapping[str, Any], view: View, stream: IO[str], max_r
     w = stream.write
     for line in view.header:
         w(clean(line) + "\n")
-    found, more = annotations(result, max_rows)
+    found, more = github_annotations(result, max_rows)
     for a in found:
         w(_github_command(a))
     if more:

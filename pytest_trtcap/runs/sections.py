@@ -58,7 +58,7 @@ def _annotation(nodeid: str, line: Any, title: str, message: str, paths: bool = 
     return Annotation(file or None, line if type(line) is int and line >= 1 and file else None, title, message)
 
 
-def annotations(result: Mapping[str, Any], max_rows: int) -> Tuple[List[Annotation], int]:
+def github_annotations(result: Mapping[str, Any], max_rows: int) -> Tuple[List[Annotation], int]:
     """(an annotation per test that makes the command exit 1, how many more than ``max_rows`` were left out)."""
     if result["command"] == "sweep":
         arms = [a["arm"] for a in result["arms"]]

@@ -63,7 +63,9 @@ class _Group:
     __slots__ = ("opener", "elements", "pieces", "raw")
 
     def __init__(self, opener: str) -> None:
-        self.opener, self.elements, self.pieces, self.raw = opener, [], [], False
+        self.opener, self.raw = opener, False
+        self.elements: List[str] = []
+        self.pieces: List[str] = []
 
     def written(self) -> str:
         return self.opener + ",".join([*self.elements, "".join(self.pieces)])
@@ -100,7 +102,9 @@ class _BraceSorter:
     """One left-to-right scan of a text, sorting each brace group's top-level elements as it closes."""
 
     def __init__(self, text: str, limit: int) -> None:
-        self.text, self.limit, self.out, self.shown, self.stack = text, limit, [], 0, []
+        self.text, self.limit, self.shown = text, limit, 0
+        self.out: List[str] = []
+        self.stack: List[_Group] = []
         self.unclosed: set = set()  # quote characters that no later quote closes
         self.deep = 0  # brackets opened past _MAX_DEPTH: kept as written
 
@@ -226,7 +230,7 @@ _XDIST_CRASH = re.compile(r"^\s*worker '?gw\d+'? crashed while running", re.MULT
 
 def is_worker_crash(text: Optional[str]) -> bool:
     """Whether a message is pytest-xdist's account of a worker that died under a test."""
-    return bool(text) and bool(_XDIST_CRASH.search(text))
+    return bool(text and _XDIST_CRASH.search(text))
 
 
 class Message(NamedTuple):

@@ -53,7 +53,7 @@ def claim_out_dir(out_dir: str) -> Iterator[None]:
     try:
         import fcntl
     except ImportError:  # no flock (Windows): nothing to hold
-        fcntl = None
+        fcntl = None  # type: ignore[assignment]
     os.makedirs(out_dir, exist_ok=True)
     fd = os.open(os.path.join(out_dir, LOCK_NAME), os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
