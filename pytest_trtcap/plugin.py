@@ -210,10 +210,15 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
     skip_gpu = state is not None and state.settings.needs_gpu.value == "skip"
     if skip_gpu or (report.outcome == "passed" and report.result
                     and (_carries_marker(collector.listchain()) or _carries_marker(report.result))):
-        from .collect_checks import check_collect_report
-
         _activate(config)
-        check_collect_report(report, collector, config.stash[_STATE])
+        if skip_gpu and report.outcome == "failed":
+            from .needs_gpu import convert_collect_report
+
+            convert_collect_report(report, collector)
+        if report.outcome == "passed" and report.result:
+            from .markers import check_collect_report
+
+            check_collect_report(report)
     return report
 
 

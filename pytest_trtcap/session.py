@@ -170,9 +170,9 @@ class SessionPlugin:
         report = yield
         attach(item, report)  # the plugin's entries, apart from the project's user_properties
         if report.failed and self.state.settings.needs_gpu.value == "skip":
-            from . import needs_gpu_report
+            from . import needs_gpu
 
-            needs_gpu_report.convert_test_report(report, call, item)
+            needs_gpu.convert_test_report(report, call, item)
         return report
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -270,9 +270,9 @@ class SessionPlugin:
 
     def _count_needs_gpu(self, report: Any) -> None:
         if report.skipped and self.state.settings.needs_gpu.value == "skip":
-            from . import needs_gpu_report
+            from . import needs_gpu
 
-            signature = needs_gpu_report.signature_of(report)
+            signature = needs_gpu.signature_of(report)
             if signature is not None:
                 self.needs_gpu[report.nodeid] = signature
 
