@@ -150,7 +150,7 @@ def declare(state: TrtcapState) -> None:
         exit.callback(guards.enable_builder_targets(resolved.builder_targets.value,
                                                     origin=resolved.builder_targets.source).undo)
     if resolved.audit.value:
-        from . import audit_session
+        from . import audit
 
-        state.audit = audit_session.start(state.config, resolved.strict.value)
+        state.audit = audit.start(state.config, resolved.strict.value)
         exit.callback(state.audit.deactivate)
