@@ -230,9 +230,9 @@ class SessionPlugin:
             isolated_state_entries(self.state.config)  # checked only; conftests found later may add entries
         neutralize = self.state.settings.neutralize
         if neutralize.value and self.state.config.pluginmanager.has_plugin("dsession"):
-            from . import neutralize_targets
+            from .settings import check_neutralized_in_xdist_controller
 
-            neutralize_targets.check_in_xdist_controller(neutralize.value, neutralize.source)
+            check_neutralized_in_xdist_controller(neutralize.value, neutralize.source)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -250,9 +250,9 @@ class SessionPlugin:
         self.state.user_state_entries()
         neutralize = self.state.settings.neutralize
         if neutralize.value:
-            from . import neutralize_targets
+            from .settings import check_neutralized_after_collection
 
-            neutralize_targets.check_after_collection(neutralize.value, neutralize.source)
+            check_neutralized_after_collection(neutralize.value, neutralize.source)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._count_needs_gpu(report)
