@@ -6,7 +6,7 @@ most runs never touch Torch-TensorRT: so a session stays *dormant* (this module,
 ``fixtures`` loaded; no state, no per-test hooks) until it is used: a setting is given or a hook of ours
 implemented, the suite imports torch_tensorrt or changes the guards' state, a collected test carries one of our
 markers, or xdist runs the session. ``_activate`` is that moment, wherever it falls; the session's state
-(``state``) and its hooks (``session``) load then. Every module loaded here is paid by every pytest run (and
+(``session_state``) and its hooks (``session``) load then. Every module loaded here is paid by every pytest run (and
 compiled by each one where bytecode is not cached), so the dormant path is kept to a few small functions.
 
 PYTEST_DONT_REWRITE: pytest rewrites the asserts of a plugin's modules as it imports them, which costs every
@@ -25,7 +25,7 @@ from trtcap_guards import first_use, import_hook
 from . import fixtures, hooks, options
 
 if TYPE_CHECKING:
-    from .state import TrtcapState
+    from .session_state import TrtcapState
 
 #: The session's state once something needs it; None while the session is dormant; absent before configure and
 #: after unconfigure.
@@ -127,7 +127,7 @@ def _state(config: pytest.Config, resolved: Any = None, target_hook_plugins: tup
     """The session's state, made at first need (settings resolved, the report header, or activation)."""
     state = config.stash.get(_STATE, None)
     if state is None:
-        from .state import TrtcapState
+        from .session_state import TrtcapState
 
         state = config.stash[_STATE] = TrtcapState(config, resolved, target_hook_plugins)
     return state

@@ -14,7 +14,7 @@ import trtcap_guards as guards
 from trtcap_guards.live_registry import loaded_converter_registry
 
 if TYPE_CHECKING:
-    from .state import Setting, TrtcapState
+    from .session_state import Setting, TrtcapState
 
 
 class Findings(Protocol):

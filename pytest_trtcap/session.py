@@ -23,7 +23,7 @@ from .report_properties import OwnProperties, attach
 from .text import one_line
 
 if TYPE_CHECKING:
-    from .state import TrtcapState
+    from .session_state import TrtcapState
 
 _HELD = pytest.StashKey[bool]()
 _LEAK_PROPERTY = "trtcap_leak"

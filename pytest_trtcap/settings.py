@@ -19,10 +19,10 @@ import pytest
 import trtcap_guards as guards
 
 from .options import SPECS, Spec, given
-from .state import Setting, Settings
+from .session_state import Setting, Settings
 
 if TYPE_CHECKING:
-    from .state import TrtcapState
+    from .session_state import TrtcapState
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
