@@ -15,7 +15,7 @@ from typing import Any, Dict, List
 _EXPORTS: Dict[str, str] = {
     "PartitionCounts": "partitions",
     "TrtCapabilityMixin": "unittest_support",
-    "TrtcapAuditError": "audit_session",
+    "TrtcapAuditError": "audit",
     "TrtcapLeakError": "errors",
     "TrtcapLeakWarning": "errors",
     "UnservablePlacement": "audit",

@@ -1,5 +1,5 @@
 """Capability markers: their help and the rules behind each, generated from the guards' rules table, and the skip
-decision they share.
+decision they share; a marker given arguments fails its collector's report.
 
 Loaded once a session uses the plugin (or ``pytest --markers`` shows them): their names, which is all a dormant
 session reads, are declared in ``options``. The predicate loads only when a marker is read.
@@ -8,6 +8,8 @@ session reads, are declared in ``options``. The predicate loads only when a mark
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+import pytest
 
 from trtcap_guards import rules
 from trtcap_guards.environment import format_capability
@@ -68,3 +70,14 @@ def bad_marker_usage(item: Any) -> List[str]:
     ours = frozenset(MARKER_NAMES)
     found = (argument_problem(item, mark) for mark in item.iter_markers() if mark.name in ours)
     return [problem for problem in found if problem is not None]
+
+
+def check_collect_report(report: Any) -> None:
+    """Capability markers given arguments fail the collection of the module (or class) they are used in, naming
+    the test and the arguments."""
+    items = [item for item in report.result if isinstance(item, pytest.Item)]
+    problems = [p for item in items for p in bad_marker_usage(item)]
+    if problems:
+        report.outcome = "failed"
+        report.longrepr = "trtcap: " + "\n".join(problems)
+        report.result = []

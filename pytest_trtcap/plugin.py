@@ -6,7 +6,7 @@ most runs never touch Torch-TensorRT: so a session stays *dormant* (this module,
 ``fixtures`` loaded; no state, no per-test hooks) until it is used: a setting is given or a hook of ours
 implemented, the suite imports torch_tensorrt or changes the guards' state, a collected test carries one of our
 markers, or xdist runs the session. ``_activate`` is that moment, wherever it falls; the session's state
-(``state``) and its hooks (``session``) load then. Every module loaded here is paid by every pytest run (and
+(``session_state``) and its hooks (``session``) load then. Every module loaded here is paid by every pytest run (and
 compiled by each one where bytecode is not cached), so the dormant path is kept to a few small functions.
 
 PYTEST_DONT_REWRITE: pytest rewrites the asserts of a plugin's modules as it imports them, which costs every
@@ -25,7 +25,7 @@ from trtcap_guards import first_use, import_hook
 from . import fixtures, hooks, options
 
 if TYPE_CHECKING:
-    from .state import TrtcapState
+    from .session_state import TrtcapState
 
 #: The session's state once something needs it; None while the session is dormant; absent before configure and
 #: after unconfigure.
@@ -127,7 +127,7 @@ def _state(config: pytest.Config, resolved: Any = None, target_hook_plugins: tup
     """The session's state, made at first need (settings resolved, the report header, or activation)."""
     state = config.stash.get(_STATE, None)
     if state is None:
-        from .state import TrtcapState
+        from .session_state import TrtcapState
 
         state = config.stash[_STATE] = TrtcapState(config, resolved, target_hook_plugins)
     return state
@@ -210,10 +210,15 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
     skip_gpu = state is not None and state.settings.needs_gpu.value == "skip"
     if skip_gpu or (report.outcome == "passed" and report.result
                     and (_carries_marker(collector.listchain()) or _carries_marker(report.result))):
-        from .collect_checks import check_collect_report
-
         _activate(config)
-        check_collect_report(report, collector, config.stash[_STATE])
+        if skip_gpu and report.outcome == "failed":
+            from .needs_gpu import convert_collect_report
+
+            convert_collect_report(report, collector)
+        if report.outcome == "passed" and report.result:
+            from .markers import check_collect_report
+
+            check_collect_report(report)
     return report
 
 

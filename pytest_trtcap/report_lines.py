@@ -14,7 +14,7 @@ import trtcap_guards as guards
 from trtcap_guards.live_registry import loaded_converter_registry
 
 if TYPE_CHECKING:
-    from .state import Setting, TrtcapState
+    from .session_state import Setting, TrtcapState
 
 
 class Findings(Protocol):
@@ -161,9 +161,9 @@ def _verbose_lines(state: TrtcapState) -> List[str]:
     strict = "strict" if s.strict.value else "warn"
     lines.append(f"trtcap: gpu-less import: {_gpu_less_text(s.gpu_less_import)}; isolation: {strict} "
                  f"({_sourced(s.strict)})")
-    from . import needs_gpu_report
+    from . import needs_gpu
 
-    lines.append(f"trtcap: needs a GPU: {needs_gpu_report.header_text(s.needs_gpu.value, _sourced(s.needs_gpu))}")
+    lines.append(f"trtcap: needs a GPU: {needs_gpu.header_text(s.needs_gpu.value, _sourced(s.needs_gpu))}")
     return lines
 
 
@@ -201,9 +201,9 @@ def summary_lines(session: Findings, registry: Any) -> List[str]:
         detail = ", ".join(f"{m}: {n}" for m, n in sorted(by_marker.items()))
         lines.append(f"capability skips: {len(session.skips)} ({detail})")
     if session.needs_gpu:
-        from . import needs_gpu_report
+        from . import needs_gpu
 
-        lines.append(needs_gpu_report.summary_line(session.needs_gpu.values()))
+        lines.append(needs_gpu.summary_line(session.needs_gpu.values()))
     if session.leaks:
         lines.append(f"leaks: {len(session.leaks)} test(s) left global state changed ({_restored(session.leaks)})")
         lines.extend(f"  {nodeid} -> {what}" for nodeid, what in session.leaks.items())

@@ -23,7 +23,7 @@ from .report_properties import OwnProperties, attach
 from .text import one_line
 
 if TYPE_CHECKING:
-    from .state import TrtcapState
+    from .session_state import TrtcapState
 
 _HELD = pytest.StashKey[bool]()
 _LEAK_PROPERTY = "trtcap_leak"
@@ -170,9 +170,9 @@ class SessionPlugin:
         report = yield
         attach(item, report)  # the plugin's entries, apart from the project's user_properties
         if report.failed and self.state.settings.needs_gpu.value == "skip":
-            from . import needs_gpu_report
+            from . import needs_gpu
 
-            needs_gpu_report.convert_test_report(report, call, item)
+            needs_gpu.convert_test_report(report, call, item)
         return report
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -230,9 +230,9 @@ class SessionPlugin:
             isolated_state_entries(self.state.config)  # checked only; conftests found later may add entries
         neutralize = self.state.settings.neutralize
         if neutralize.value and self.state.config.pluginmanager.has_plugin("dsession"):
-            from . import neutralize_targets
+            from .settings import check_neutralized_in_xdist_controller
 
-            neutralize_targets.check_in_xdist_controller(neutralize.value, neutralize.source)
+            check_neutralized_in_xdist_controller(neutralize.value, neutralize.source)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -250,9 +250,9 @@ class SessionPlugin:
         self.state.user_state_entries()
         neutralize = self.state.settings.neutralize
         if neutralize.value:
-            from . import neutralize_targets
+            from .settings import check_neutralized_after_collection
 
-            neutralize_targets.check_after_collection(neutralize.value, neutralize.source)
+            check_neutralized_after_collection(neutralize.value, neutralize.source)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._count_needs_gpu(report)
@@ -270,9 +270,9 @@ class SessionPlugin:
 
     def _count_needs_gpu(self, report: Any) -> None:
         if report.skipped and self.state.settings.needs_gpu.value == "skip":
-            from . import needs_gpu_report
+            from . import needs_gpu
 
-            signature = needs_gpu_report.signature_of(report)
+            signature = needs_gpu.signature_of(report)
             if signature is not None:
                 self.needs_gpu[report.nodeid] = signature
 

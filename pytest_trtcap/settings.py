@@ -3,22 +3,26 @@ and declare what they name for the session.
 
 The source is printed in the report header, and a bad value is a usage error that names where it came from.
 Loaded only in sessions that give a setting (or implement the targets hook): the options themselves are declared
-in ``options``. Nothing here imports torch or torch_tensorrt.
+in ``options``. Nothing here imports torch or torch_tensorrt, except an xdist controller given targets to
+neutralize (see ``check_neutralized_in_xdist_controller``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
+import difflib
+import importlib
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Optional, Tuple
 
 import pytest
 
 import trtcap_guards as guards
 
 from .options import SPECS, Spec, given
-from .state import Setting, Settings
+from .session_state import Setting, Settings
 
 if TYPE_CHECKING:
-    from .state import TrtcapState
+    from .session_state import TrtcapState
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -143,14 +147,88 @@ def declare(state: TrtcapState) -> None:
     if resolved.backend.source not in ("default", guards.ENV_BACKEND):
         exit.callback(guards.declare_backend(resolved.backend.value, origin=resolved.backend.source).undo)
     if resolved.neutralize.value:
-        from . import neutralize_targets
-
-        neutralize_targets.enter(exit, resolved.neutralize.value, resolved.neutralize.source)
+        neutralize_targets(exit, resolved.neutralize.value, resolved.neutralize.source)
     if resolved.builder_targets.source != "default":
         exit.callback(guards.enable_builder_targets(resolved.builder_targets.value,
                                                     origin=resolved.builder_targets.source).undo)
     if resolved.audit.value:
-        from . import audit_session
+        from . import audit
 
-        state.audit = audit_session.start(state.config, resolved.strict.value)
+        state.audit = audit.start(state.config, resolved.strict.value)
         exit.callback(state.audit.deactivate)
+
+
+# --- --trtcap-neutralize: only targets the installed Torch-TensorRT registers -------------------------------------
+# The guards are switched off only for targets the installed Torch-TensorRT really registers.
+# A typo (``ATEN.LINEAR.DEFAULT``, ``aten.linaer.default``) would otherwise neutralize nothing while the summary
+# claimed it had. The converter registry is the list of real targets; it is read where the suite has imported
+# Torch-TensorRT: at configure when a conftest already did, else once collection is done (before the first test).
+# Nothing here imports it, except in an xdist controller given names to neutralize: only its workers collect, and a
+# worker cannot stop the session cleanly, so the controller imports Torch-TensorRT (as the workers will) to read
+# the registry before it starts them. Where no test ever imports it, only the names' case is checked (against the
+# rules).
+
+
+def registered_targets() -> Optional[Dict[str, str]]:
+    """Lower-cased name -> name of every converter target; None while the registry is not imported."""
+    from trtcap_guards.live_registry import loaded_converter_registry
+
+    registry = loaded_converter_registry()
+    if registry is None:
+        return None
+    from trtcap_guards.registry import registry_dicts
+    from trtcap_guards.rules import target_name_of
+
+    names = {target_name_of(t) for table in registry_dicts(registry) for t in table}
+    return {name.lower(): name for name in names}
+
+
+def _check_targets(names: Iterable[str], source: str, known: Dict[str, str], what: str) -> None:
+    """UsageError naming the first name not in ``known`` and the nearest ones that are."""
+    for name in names:
+        if name in known.values():
+            continue
+        nearest = [known[n] for n in difflib.get_close_matches(name.lower(), list(known), n=3, cutoff=0.6)]
+        raise pytest.UsageError(
+            f"trtcap: {source}: {name!r} is not a converter target {what}; "
+            f"nearest: {', '.join(nearest) or 'none close'}"
+        )
+
+
+def _case_slips(names: Iterable[str], source: str) -> None:
+    """Before the registry can be read: a rule's target in other letter case is surely a slip."""
+    rules = {name.lower(): name for name in guards.explicit_targets()}
+    slips = [name for name in names if name.lower() in rules and name not in rules.values()]
+    _check_targets(slips, source, rules, "(converter targets are lower case)")
+
+
+def neutralize_targets(stack: ExitStack, names: Iterable[str], source: str) -> None:
+    """Neutralize each name for the session (undone by ``stack``); UsageError naming an unknown one first."""
+    names = tuple(names)
+    known = registered_targets()
+    if known is not None:
+        _check_targets(names, source, known, "of the installed Torch-TensorRT")
+    else:
+        _case_slips(names, source)
+    for name in names:
+        try:
+            stack.enter_context(guards.neutralize(name))
+        except ValueError as exc:
+            raise pytest.UsageError(f"trtcap: {source}: {exc}") from None
+
+
+def check_neutralized_after_collection(names: Iterable[str], source: str) -> None:
+    """Before the first test: the suite may have imported Torch-TensorRT while collecting."""
+    known = registered_targets()
+    if known is not None:
+        _check_targets(names, source, known, "of the installed Torch-TensorRT")
+
+
+def check_neutralized_in_xdist_controller(names: Iterable[str], source: str) -> None:
+    """Before the workers start: read the registry here, importing Torch-TensorRT as the suite will."""
+    if registered_targets() is None:
+        try:  # through the plugin's import hook, so --trtcap-gpu-less-import is respected here too
+            importlib.import_module("torch_tensorrt")
+        except Exception:  # not importable here (no GPU and the GPU-less import off, say): the workers will tell
+            return
+    check_neutralized_after_collection(names, source)

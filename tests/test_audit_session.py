@@ -1,6 +1,6 @@
 """``--trtcap-audit``: every partition Torch-TensorRT produces during a run is audited and reported per test, an
 error under ``--trtcap-strict``, the partitioner entry points put back after the session
-(``pytest_trtcap.audit_session``). Each run is a ``pytester`` suite on the real export, lowering and partitioners."""
+(``pytest_trtcap.audit``). Each run is a ``pytester`` suite on the real export, lowering and partitioners."""
 
 from __future__ import annotations
 

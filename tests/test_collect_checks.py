@@ -1,4 +1,4 @@
-"""Collector reports (``pytest_trtcap.collect_checks``): a capability marker given arguments fails the collection
+"""Collector reports (``pytest_trtcap.markers``): a capability marker given arguments fails the collection
 of the module or class it is used in, naming the test and the arguments, wherever the marker is applied and
 whether or not the session gave any setting."""
 

@@ -1,4 +1,4 @@
-"""``fast_close.passes`` may only say True where ``torch.testing.assert_close`` passes; it must say it for the
+"""``trt_close.fast_passes`` may only say True where ``torch.testing.assert_close`` passes; it must say it for the
 plain cases (or ``assert_trt_close`` would pay torch's pairing machinery on every comparison)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_trtcap import assert_trt_close, fast_close
+from pytest_trtcap import assert_trt_close, trt_close
 
 X = torch.linspace(-3, 3, 12).reshape(3, 4)
 ZEROS = torch.zeros(3)
@@ -90,7 +90,7 @@ def torch_passes(actual, expected, options) -> bool:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_passes_only_where_torch_passes(name):
     actual, expected, options = CASES[name]
-    if fast_close.passes(actual, expected, torch, dict(options)):
+    if trt_close.fast_passes(actual, expected, torch, dict(options)):
         assert torch_passes(actual, expected, options)
 
 
@@ -101,7 +101,7 @@ def test_passes_only_where_torch_passes(name):
 def test_the_plain_passing_cases_take_the_fast_path(name):
     actual, expected, options = CASES[name]
     assert torch_passes(actual, expected, options)
-    assert fast_close.passes(actual, expected, torch, dict(options))
+    assert trt_close.fast_passes(actual, expected, torch, dict(options))
 
 
 def outcome(actual, expected, options):
@@ -118,5 +118,5 @@ def test_assert_trt_close_says_the_same_with_and_without_the_fast_path(name, mon
     the same exception and words) that torch's own comparison leads to."""
     actual, expected, options = CASES[name]
     fast = outcome(actual, expected, dict(options))
-    monkeypatch.setattr(fast_close, "passes", lambda *args: False)
+    monkeypatch.setattr(trt_close, "fast_passes", lambda *args: False)
     assert fast == outcome(actual, expected, dict(options))

@@ -21,7 +21,7 @@ def test_importing_the_plugin_loads_neither_rules_table_checks_predicate_nor_reg
     assert "pytest_trtcap.options" in loaded  # the markers are registered by the names declared there
     for heavy in ("trtcap_guards.rules", "trtcap_guards.node_checks", "trtcap_guards.targets",
                   "trtcap_guards.registry", "trtcap_guards.validators", "trtcap_guards.builder",
-                  "trtcap_guards.capabilities", "pytest_trtcap.markers", "pytest_trtcap.state",
+                  "trtcap_guards.capabilities", "pytest_trtcap.markers", "pytest_trtcap.session_state",
                   "trtcap_guards.exports", "torch"):
         assert heavy not in loaded, loaded
 

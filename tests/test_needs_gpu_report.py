@@ -1,4 +1,4 @@
-"""``--trtcap-needs-gpu skip`` applied to pytest's own reports (``pytest_trtcap.needs_gpu_report``): a failed setup
+"""``--trtcap-needs-gpu skip`` applied to pytest's own reports (``pytest_trtcap.needs_gpu``): a failed setup
 or call that needs a GPU becomes the skip pytest would have reported, at the test's line; anything else is left as
 it is. The reports are pytest's real ``TestReport`` objects built from real calls on this CPU host; the plugin's
 end-to-end behaviour is in test_plugin_needs_gpu.py."""
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from pytest_trtcap import needs_gpu_report
+from pytest_trtcap import needs_gpu
 from trtcap_guards import targets as guard_targets
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="reproduces what a host without a CUDA device raises")
@@ -35,8 +35,8 @@ def needs_cuda() -> None:
 def test_a_call_that_needs_a_gpu_becomes_a_skip_at_the_tests_line(request, no_device):
     call, report = failed_call(request, needs_cuda)
     assert report.failed
-    needs_gpu_report.convert_test_report(report, call, request.node)
-    assert report.skipped and needs_gpu_report.signature_of(report) == "cuda-init"
+    needs_gpu.convert_test_report(report, call, request.node)
+    assert report.skipped and needs_gpu.signature_of(report) == "cuda-init"
     path, lineno, reason = report.longrepr
     assert path == __file__
     assert lineno == needs_cuda.__code__.co_firstlineno + 1  # the line inside this file that needed the device
@@ -48,14 +48,14 @@ def test_a_call_that_needs_a_gpu_becomes_a_skip_at_the_tests_line(request, no_de
 
 def test_a_setup_that_needs_a_gpu_becomes_a_skip_too(request, no_device):
     call, report = failed_call(request, needs_cuda, when="setup")
-    needs_gpu_report.convert_test_report(report, call, request.node)
+    needs_gpu.convert_test_report(report, call, request.node)
     assert report.skipped and report.when == "setup"
 
 
 def test_a_teardown_failure_stays_a_failure(request, no_device):
     call, report = failed_call(request, needs_cuda, when="teardown")
-    needs_gpu_report.convert_test_report(report, call, request.node)
-    assert report.failed and needs_gpu_report.signature_of(report) is None
+    needs_gpu.convert_test_report(report, call, request.node)
+    assert report.failed and needs_gpu.signature_of(report) is None
 
 
 def test_an_assertion_of_the_test_stays_a_failure(request, no_device):
@@ -63,26 +63,26 @@ def test_an_assertion_of_the_test_stays_a_failure(request, no_device):
         assert torch.ones(1).item() == 2.0, "CUDA error: no kernel image is available"
 
     call, report = failed_call(request, check)
-    needs_gpu_report.convert_test_report(report, call, request.node)
+    needs_gpu.convert_test_report(report, call, request.node)
     assert report.failed
 
 
 def test_nothing_is_converted_on_a_host_with_a_device(request, monkeypatch):
     monkeypatch.setattr(guard_targets, "host_capabilities", lambda probe=True: ((8, 9),))
     call, report = failed_call(request, needs_cuda)
-    needs_gpu_report.convert_test_report(report, call, request.node)
+    needs_gpu.convert_test_report(report, call, request.node)
     assert report.failed
 
 
 def test_signature_of_only_reads_reports_it_converted():
-    assert needs_gpu_report.signature_of(SimpleNamespace(skipped=True, trtcap_needs_gpu="trt-engine")) == "trt-engine"
-    assert needs_gpu_report.signature_of(SimpleNamespace(skipped=True)) is None  # the test's own skip
-    assert needs_gpu_report.signature_of(SimpleNamespace(skipped=False, trtcap_needs_gpu="cuda-init")) is None
-    assert needs_gpu_report.signature_of(SimpleNamespace(skipped=True, trtcap_needs_gpu=3)) is None
+    assert needs_gpu.signature_of(SimpleNamespace(skipped=True, trtcap_needs_gpu="trt-engine")) == "trt-engine"
+    assert needs_gpu.signature_of(SimpleNamespace(skipped=True)) is None  # the test's own skip
+    assert needs_gpu.signature_of(SimpleNamespace(skipped=False, trtcap_needs_gpu="cuda-init")) is None
+    assert needs_gpu.signature_of(SimpleNamespace(skipped=True, trtcap_needs_gpu=3)) is None
 
 
 def test_summary_line_counts_each_signature_sorted_by_name():
-    line = needs_gpu_report.summary_line(["trt-engine", "cuda-init", "cuda-init", "cuda-only-kernel"])
+    line = needs_gpu.summary_line(["trt-engine", "cuda-init", "cuda-init", "cuda-only-kernel"])
     assert line == "needs a GPU: 4 (cuda-init: 2, cuda-only-kernel: 1, trt-engine: 1)"
 
 
@@ -94,10 +94,10 @@ def test_summary_line_counts_each_signature_sorted_by_name():
 ])
 def test_header_says_what_skip_does_on_this_host(caps, text, monkeypatch):
     monkeypatch.setattr(guard_targets, "host_capabilities", lambda probe=True: caps)
-    assert needs_gpu_report.header_text("skip", "from x") == text
+    assert needs_gpu.header_text("skip", "from x") == text
 
 
 def test_header_of_off_keeps_failures():
-    assert needs_gpu_report.header_text("off", "default") == (
+    assert needs_gpu.header_text("off", "default") == (
         "off (default; a failure for want of a CUDA device stays a failure)"
     )

@@ -1,5 +1,5 @@
 """``--trtcap-neutralize`` names checked against the converter targets the installed Torch-TensorRT registers
-(``pytest_trtcap.neutralize_targets``): a typo is a usage error naming the source, the name and the nearest real
+(``pytest_trtcap.settings``): a typo is a usage error naming the source, the name and the nearest real
 targets, never a neutralization of nothing. The option end to end is in test_settings.py."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from contextlib import ExitStack
 import pytest
 
 import trtcap_guards as guards
-from pytest_trtcap import neutralize_targets
+from pytest_trtcap import settings
 from trtcap_guards.live_registry import REGISTRY_MODULE
 
 pytestmark = pytest.mark.usefixtures("tt")
 
 
 def test_registered_targets_hold_the_live_registry_by_lower_case_name():
-    known = neutralize_targets.registered_targets()
+    known = settings.registered_targets()
     assert known["aten.linear.default"] == "aten.linear.default"
     assert known["tensorrt.conv_asym_pad.default"] == "tensorrt.conv_asym_pad.default"
     assert all(lower == name.lower() for lower, name in known.items())
@@ -25,7 +25,7 @@ def test_registered_targets_hold_the_live_registry_by_lower_case_name():
 
 def test_registered_targets_are_none_while_the_registry_is_not_imported(monkeypatch):
     monkeypatch.delitem(sys.modules, REGISTRY_MODULE)
-    assert neutralize_targets.registered_targets() is None
+    assert settings.registered_targets() is None
 
 
 @pytest.mark.parametrize("name, nearest", [
@@ -36,7 +36,7 @@ def test_registered_targets_are_none_while_the_registry_is_not_imported(monkeypa
 def test_a_typo_is_a_usage_error_naming_source_name_and_nearest(name, nearest):
     stack = ExitStack()
     with pytest.raises(pytest.UsageError) as info:
-        neutralize_targets.enter(stack, ["aten.relu.default", name], "TRTCAP_NEUTRALIZE")
+        settings.neutralize_targets(stack, ["aten.relu.default", name], "TRTCAP_NEUTRALIZE")
     message = str(info.value)
     assert message.startswith(f"trtcap: TRTCAP_NEUTRALIZE: {name!r} is not a converter target of the installed "
                               "Torch-TensorRT; nearest: ")
@@ -48,12 +48,12 @@ def test_a_typo_is_a_usage_error_naming_source_name_and_nearest(name, nearest):
 def test_a_name_far_from_every_target_says_none_close():
     far = r"'zzzz\.qqqq\.xxxx' is not a converter target .*; nearest: none close$"
     with pytest.raises(pytest.UsageError, match=far):
-        neutralize_targets.enter(ExitStack(), ["zzzz.qqqq.xxxx"], "--trtcap-neutralize")
+        settings.neutralize_targets(ExitStack(), ["zzzz.qqqq.xxxx"], "--trtcap-neutralize")
 
 
 def test_real_targets_are_neutralized_until_the_stack_closes():
     with ExitStack() as stack:
-        neutralize_targets.enter(stack, ["aten.linear.default", "tensorrt.conv_asym_pad.default"], "ini")
+        settings.neutralize_targets(stack, ["aten.linear.default", "tensorrt.conv_asym_pad.default"], "ini")
         assert guards.neutralized() == ("aten.linear.default", "tensorrt.conv_asym_pad.default")
     assert guards.neutralized() == ()
 
@@ -61,7 +61,7 @@ def test_real_targets_are_neutralized_until_the_stack_closes():
 def test_before_the_registry_is_imported_only_a_rules_target_in_other_case_is_refused(monkeypatch):
     monkeypatch.delitem(sys.modules, REGISTRY_MODULE)
     with pytest.raises(pytest.UsageError) as info:
-        neutralize_targets.enter(ExitStack(), ["Aten.Linear.Default"], "--trtcap-neutralize")
+        settings.neutralize_targets(ExitStack(), ["Aten.Linear.Default"], "--trtcap-neutralize")
     assert str(info.value).startswith(
         "trtcap: --trtcap-neutralize: 'Aten.Linear.Default' is not a converter target (converter targets are lower "
         "case); nearest: aten.linear.default"
@@ -69,13 +69,13 @@ def test_before_the_registry_is_imported_only_a_rules_target_in_other_case_is_re
 
 
 def test_after_collection_and_in_the_xdist_controller_a_typo_is_refused_and_good_names_pass():
-    neutralize_targets.check_after_collection(["aten.linear.default"], "TRTCAP_NEUTRALIZE")
-    neutralize_targets.check_in_xdist_controller(["aten.linear.default"], "TRTCAP_NEUTRALIZE")
-    for check in (neutralize_targets.check_after_collection, neutralize_targets.check_in_xdist_controller):
+    settings.check_neutralized_after_collection(["aten.linear.default"], "TRTCAP_NEUTRALIZE")
+    settings.check_neutralized_in_xdist_controller(["aten.linear.default"], "TRTCAP_NEUTRALIZE")
+    for check in (settings.check_neutralized_after_collection, settings.check_neutralized_in_xdist_controller):
         with pytest.raises(pytest.UsageError, match=r"^trtcap: TRTCAP_NEUTRALIZE: 'aten\.linear\.defalt' is not"):
             check(["aten.linear.defalt"], "TRTCAP_NEUTRALIZE")
 
 
 def test_after_collection_nothing_is_checked_while_the_registry_is_not_imported(monkeypatch):
     monkeypatch.delitem(sys.modules, REGISTRY_MODULE)
-    neutralize_targets.check_after_collection(["aten.linear.defalt"], "TRTCAP_NEUTRALIZE")  # no error: cannot know
+    settings.check_neutralized_after_collection(["aten.linear.defalt"], "TRTCAP_NEUTRALIZE")  # no error: cannot know

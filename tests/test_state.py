@@ -1,4 +1,4 @@
-"""Dormant until used (``pytest_trtcap.plugin``; the session's state in ``pytest_trtcap.state``): a session
+"""Dormant until used (``pytest_trtcap.plugin``; the session's state in ``pytest_trtcap.session_state``): a session
 that never uses the plugin loads nothing beyond registration and configuration, tests included; each way of using
 it wakes it, and a test running at that moment is held or adopted according to its phase. Import state is checked
 in fresh processes; behaviour through pytester.
@@ -84,7 +84,7 @@ def test_the_report_header_and_a_fixture_read_the_guards_without_waking_it(pytes
 #: What the report header of a plain run (``pytest``, no ``-q``) may load beyond the plugin's import: the header
 #: itself, the session's settings (their defaults) it shows, the predicate that decides its line (named through the
 #: guards' table of exports), and the look at whether Torch-TensorRT's registry is loaded.
-HEADER = ("pytest_trtcap.report_lines", "pytest_trtcap.state", "trtcap_guards.exports", "trtcap_guards.targets",
+HEADER = ("pytest_trtcap.report_lines", "pytest_trtcap.session_state", "trtcap_guards.exports", "trtcap_guards.targets",
           "trtcap_guards.capabilities", "trtcap_guards.distributions", "trtcap_guards.live_registry",
           "trtcap_guards.undo")
 

@@ -80,7 +80,7 @@ class TrtcapState:
         self.installed_targets: tuple = ()
         self.worker_status: List[Dict[str, Any]] = []
         self.user_state: Optional[list] = None  # the project's pytest_trtcap_isolated_state entries, checked
-        self.audit: Any = None  # audit_session.AuditSession under --trtcap-audit
+        self.audit: Any = None  # audit.AuditSession under --trtcap-audit
         self.target_hook_plugins = target_hook_plugins  # what implemented the targets hook when settings resolved
 
     # --- active -----------------------------------------------------------------------------------------------
