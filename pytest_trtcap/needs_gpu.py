@@ -46,7 +46,7 @@ import sysconfig
 from collections import Counter
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Set, Tuple
 
 import pytest
 
@@ -183,7 +183,8 @@ def _package(tb: TracebackType) -> str:
 def chain(exc: BaseException) -> Iterator[BaseException]:
     """``exc`` and what caused it: ``__cause__``, ``BackendCompilerFailed.inner_exception``, and ``__context__``
     where a library raised while handling it; each exception once, at most ``_MAX_CHAIN``."""
-    seen, todo = set(), [exc]
+    seen: Set[int] = set()
+    todo = [exc]
     while todo and len(seen) < _MAX_CHAIN:
         current = todo.pop(0)
         if id(current) in seen:
@@ -336,7 +337,8 @@ def convert_test_report(report: pytest.TestReport, call: pytest.CallInfo, item: 
         _skip(report, found, str(item.config.rootpath), (str(path), None if lineno is None else lineno + 1))
         # The call now holds the skip as well (as pytest's unittest support does for SkipTest), so that --pdb
         # and other exception hooks treat it as the skip it was reported as.
-        reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+        longrepr = report.longrepr  # (path, line, reason), as _skip set it
+        reason = str(longrepr[2] if isinstance(longrepr, tuple) else longrepr).removeprefix("Skipped: ")
         call.excinfo = pytest.CallInfo.from_call(lambda: pytest.skip(reason), call.when).excinfo
 
 

@@ -18,6 +18,18 @@ def test_ruff_check_passes_on_the_tree():
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 
+def test_mypy_passes_on_both_packages_with_check_untyped_defs(tmp_path):
+    """Type-checked as installed: ``guards/`` is the package ``trtcap_guards``, so both are checked through links
+    named as they import (the configuration in pyproject.toml applies)."""
+    (tmp_path / "trtcap_guards").symlink_to(ROOT / "guards", target_is_directory=True)
+    (tmp_path / "pytest_trtcap").symlink_to(ROOT / "pytest_trtcap", target_is_directory=True)
+    done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
+                           "--cache-dir", str(tmp_path / ".mypy_cache"), "-p", "trtcap_guards", "-p", "pytest_trtcap"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "Success: no issues found" in done.stdout
+
+
 def test_the_configuration_selects_the_rules_the_project_relies_on():
     import tomllib
 
