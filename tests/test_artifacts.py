@@ -24,8 +24,10 @@ from typing import List, NamedTuple
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+#: What .gitignore keeps out of the tree (the release matrix's environments and the CUDA-host payload included: a
+#: copy of those would be many gigabytes), so neither the copy nor the sdist check reads it.
 IGNORED = (".venv", ".git", "__pycache__", "build", "dist", "*.egg-info", ".pytest_cache", ".hypothesis",
-           ".trtcap", "sweep-out", ".ruff_cache")
+           ".trtcap", "sweep-out", ".ruff_cache", ".mypy_cache", ".releases", ".gpuhost")
 
 
 class Built(NamedTuple):
