@@ -30,9 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".releases"
 DOC = ROOT / "docs" / "releases.md"
 
-#: Supported releases: torch-tensorrt-rtx minor -> what it pins (from the index's metadata).
-RELEASES = {"2.11": "torch 2.11, TensorRT-RTX 1.4", "2.12": "torch 2.12, TensorRT-RTX 1.4",
-            "2.13": "torch 2.13, TensorRT-RTX 1.5", "2.14": "torch 2.14, TensorRT-RTX 1.6"}
+#: Supported releases (torch-tensorrt-rtx minors); each pins its own torch and TensorRT-RTX.
+RELEASES = ("2.11", "2.12", "2.13", "2.14")
 #: What a release's own metadata leaves open: 2.11 asks for any TensorRT-RTX >= 1.3 (pip would take 1.7, outside
 #: the rtx extra); it is supported, and tested here, with 1.4.
 PINS = {"2.11": ["tensorrt-rtx==1.4.*"]}
@@ -90,11 +89,12 @@ def _index_env() -> dict[str, str]:
     return env
 
 
-def _run(cmd: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def _run(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in the checkout; the command and all it printed go to the release's log."""
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     with log.open("a") as out:
-        out.write(f"\n$ {' '.join(cmd)}\n")
-        out.flush()
-        return subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, text=True, check=False)
+        out.write(f"\n$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+    return proc
 
 
 def prepare(release: str, log: Path) -> Path:
@@ -118,9 +118,7 @@ def _sweep(python: Path, release: str, log: Path) -> str:
     """The main job's result, exit status and arm-specific failures, from its JSON report."""
     cmd = [str(python.parent / "trtcap"), "sweep", "--arms", "7.5,8.9", "--out", str(WORK / release / "sweep"),
            "--format", "json", "--", "examples"]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
-    with log.open("a") as out:
-        out.write(f"\n$ {' '.join(cmd)}\n{proc.stderr}{proc.stdout}")
+    proc = _run(cmd, log)
     try:
         summary = json.loads(proc.stdout)
     except ValueError:
@@ -133,9 +131,7 @@ def _sweep(python: Path, release: str, log: Path) -> str:
 def _pytest_line(python: Path, log: Path) -> str:
     tests = sorted(str(p.relative_to(ROOT)) for pattern in GUARD_TESTS for p in ROOT.glob(pattern))
     cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", *tests]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
-    with log.open("a") as out:
-        out.write(proc.stdout + proc.stderr)
+    proc = _run(cmd, log)
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     return (lines[-1].strip("= ") if lines else f"exit {proc.returncode}")
 
