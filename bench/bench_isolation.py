@@ -77,8 +77,8 @@ def _alternate(contenders: Dict[str, Callable[[], int]], iterations: int) -> Dic
 def per_test(iterations: int, quick: bool) -> List[Result]:
     table, atomic_module, guards = _state()
     lists, tables = _extra_state()
-    from pytest_trtcap.held_state import builtin_specs
-    from pytest_trtcap.isolation import Isolation
+    from pytest_trtcap.isolation.frames import Isolation
+    from pytest_trtcap.isolation.held_state import builtin_specs
 
     isolation = Isolation(builtin_specs())
     clock = time.perf_counter_ns

@@ -184,7 +184,7 @@ def _guard_lines(session: Findings, registry: Any) -> List[str]:
 
 def _restored(leaks: Dict[str, str]) -> str:
     """"restored" only where it is true: a leak whose restore failed says so on its line (``NOT_RESTORED``)."""
-    from .isolation import NOT_RESTORED
+    from .isolation.frames import NOT_RESTORED
 
     failed = sum(NOT_RESTORED in what for what in leaks.values())
     if not failed:

@@ -21,7 +21,7 @@ from .options import SPECS
 # ``isolation`` is imported by ``TrtcapState.get_isolation`` when the first test needs it, not at plugin load:
 # loading the plugin is paid by every pytest run in the environment, collect-only and unrelated suites included.
 if TYPE_CHECKING:
-    from . import isolation
+    from .isolation.frames import Isolation
 
 
 class Setting(NamedTuple):
@@ -74,7 +74,7 @@ class TrtcapState:
         self.config = config
         self.settings = resolved if resolved is not None else Settings()
         self.exit = ExitStack()
-        self.isolation: Optional[isolation.Isolation] = None
+        self.isolation: Optional[Isolation] = None
         self.session: Any = None  # the per-session hooks (session.SessionPlugin), once session.activate() ran
         self.guards_installed_by_us = False
         self.installed_targets: tuple = ()
@@ -108,14 +108,14 @@ class TrtcapState:
             self.user_state = entries
         return self.user_state
 
-    def get_isolation(self) -> isolation.Isolation:
+    def get_isolation(self) -> Isolation:
         if self.isolation is None:
-            from . import held_state, isolation
+            from .isolation import frames, held_state
 
             specs = held_state.builtin_specs(list_all=self.config.get_verbosity() > 0)
             for entry in self.user_state_entries():
-                specs.append(isolation.user_spec(entry.label, entry.snapshot, entry.restore, entry.where))
-            self.isolation = isolation.Isolation(specs)
+                specs.append(frames.user_spec(entry.label, entry.snapshot, entry.restore, entry.where))
+            self.isolation = frames.Isolation(specs)
         return self.isolation
 
     def torch_tensorrt_imported(self) -> None:

@@ -10,7 +10,7 @@ from trtcap_guards.live_registry import REGISTRY_MODULE
 
 def test_the_guards_and_isolation_find_the_one_live_registry(converter_registry):
     """Installing, the review and the plugin's isolation all reach the object Torch-TensorRT registers into."""
-    from pytest_trtcap import held_registry
+    from pytest_trtcap.isolation import held_registry
     from trtcap_guards.live_registry import converter_registry as imported
     from trtcap_guards.live_registry import loaded_converter_registry
 
@@ -22,7 +22,7 @@ def test_the_guards_and_isolation_find_the_one_live_registry(converter_registry)
 def test_the_isolations_registry_access_loads_no_heavy_module_and_imports_nothing() -> None:
     """Per-test isolation reaches the converter registry where the guards do (``live_registry``): loading it, and
     asking while nothing imported Torch-TensorRT, loads neither the guards' rules and registry nor torch."""
-    loaded = loaded_after("import pytest_trtcap.held_registry\n"
+    loaded = loaded_after("import pytest_trtcap.isolation.held_registry\n"
                           "from trtcap_guards.live_registry import loaded_converter_registry\n"
                           "assert loaded_converter_registry() is None")
     assert "trtcap_guards.live_registry" in loaded, loaded

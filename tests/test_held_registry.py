@@ -1,4 +1,4 @@
-"""The converter registry as isolation holds it (``pytest_trtcap.held_registry``), on the real registry of the
+"""The converter registry as isolation holds it (``pytest_trtcap.isolation.held_registry``), on the real registry of the
 installed Torch-TensorRT: a change is seen, described by target, and undone in place (the same dict and list
 objects the converter decorator and the partitioners hold)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_trtcap import held_registry
+from pytest_trtcap.isolation import held_registry
 
 # registry_guard puts the registry back whatever happens; the plugin's own isolation would hide a failed restore
 pytestmark = [pytest.mark.trtcap_no_isolation, pytest.mark.usefixtures("registry_guard")]

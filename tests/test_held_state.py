@@ -1,5 +1,5 @@
-"""What isolation holds and how (``pytest_trtcap.held_state``): a spec is active only once its module is loaded,
-sees a change, names it, and restores in place (the object every holder imported by name, not a new one)."""
+"""What isolation holds and how (``pytest_trtcap.isolation.held_state``): a spec is active only once its module is
+loaded, sees a change, names it, and restores in place (the object every holder imported by name, not a new one)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import types
 import pytest
 
 import trtcap_guards as guards
-from pytest_trtcap import held_state
+from pytest_trtcap.isolation import held_state
 
 MODULE = "trtcap_held_state_probe"
 

@@ -12,7 +12,7 @@ from typing import Any, List
 import pytest
 from state_scan import Mutation, scan
 
-from pytest_trtcap import held_state, inventory
+from pytest_trtcap.isolation import held_state, inventory
 
 PLUGIN_DOC = (Path(__file__).parent.parent / "docs" / "plugin.md").read_text(encoding="utf-8")
 
@@ -32,7 +32,8 @@ def installed() -> List[Mutation]:
 
 
 def test_every_registry_the_installed_package_mutates_is_in_the_inventory(installed: List[Mutation]) -> None:
-    assert _uncovered(installed) == [], "held by isolation or listed with a reason in pytest_trtcap/inventory.py"
+    assert _uncovered(installed) == [], ("held by isolation or listed with a reason in "
+                                         "pytest_trtcap/isolation/inventory.py")
 
 
 @pytest.mark.parametrize("module, name", [
@@ -106,4 +107,4 @@ def test_the_plugin_docs_list_exactly_the_inventory() -> None:
     end = PLUGIN_DOC.index("<!-- isolation-inventory:end -->")
     assert PLUGIN_DOC[start:end].strip().splitlines() == inventory.readme_lines(), (
         "docs/plugin.md out of step; paste what this prints: "
-        "python -c \"from pytest_trtcap.inventory import readme_lines; print(chr(10).join(readme_lines()))\"")
+        "python -c \"from pytest_trtcap.isolation.inventory import readme_lines; print(chr(10).join(readme_lines()))\"")

@@ -17,8 +17,8 @@ from typing import Any, Callable, List, Tuple
 from trtcap_guards.builder import INTERPRETER_MODULE, POPULATE, is_builder_wrapper
 
 from . import held_registry as reg
+from .frames import StateSpec
 from .held_registry import REGISTRY_MODULE, name_of
-from .isolation import StateSpec
 
 ATOMIC_MODULE = "torch_tensorrt.dynamo.partitioning._atomic_subgraphs"
 PASSES_MODULE = "torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass"

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
-from .text import one_line
+from ..text import one_line
 
 
 @dataclass
@@ -69,7 +69,7 @@ def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], 
     spec = StateSpec(str(label), snapshot, restore, lambda _snap: False, lambda _snap: [f"{label} changed"])
 
     def failed(step: str, exc: Exception) -> None:
-        from .hook_results import entry_failure
+        from ..hook_results import entry_failure
 
         spec.failure = spec.failure or entry_failure(where, label, step, exc)
 

@@ -343,7 +343,7 @@ def settings_restore(snap: SettingsSnapshot) -> None:
 
 
 def _shown(value: Any) -> str:
-    from .hook_results import shown
+    from ..hook_results import shown
 
     return _ADDRESS.sub("", shown(value, 80))
 
