@@ -18,7 +18,7 @@ import pytest
 import trtcap_guards as guards
 
 from . import markers
-from .leak_report import fixture_subject, report_leak
+from .isolation.leaks import fixture_subject, report_leak
 from .report_properties import OwnProperties, attach
 from .text import one_line
 

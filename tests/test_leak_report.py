@@ -1,4 +1,4 @@
-"""How a leak is named and reported (``pytest_trtcap.leak_report``). The leaks themselves, found around real tests,
+"""How a leak is named and reported (``pytest_trtcap.isolation.leaks``). The leaks themselves, found around real tests,
 fixtures and set-up methods, are tested through pytester with the isolation."""
 
 import warnings
@@ -6,7 +6,7 @@ import warnings
 import pytest
 
 from pytest_trtcap.errors import TrtcapLeakError, TrtcapLeakWarning
-from pytest_trtcap.leak_report import fixture_subject, report_leak
+from pytest_trtcap.isolation.leaks import fixture_subject, report_leak
 
 
 @pytest.mark.parametrize(
