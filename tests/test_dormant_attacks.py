@@ -484,7 +484,7 @@ def test_2_leaks():
 def test_a_leak_warning_filter_named_after_an_in_process_run_still_matches_the_warning(
     pytester: pytest.Pytester, inner: str,
 ) -> None:
-    """pytester drops the modules an in-process session loaded, ``pytest_trtcap.errors`` among them: the class a
+    """pytester drops the modules an in-process session loaded, ``pytest_trtcap.isolation`` among them: the class a
     later ``filterwarnings("error::pytest_trtcap.TrtcapLeakWarning")`` names must be the one the outer session
     warns with, whether the package kept the inner session's class, or the outer session woke during the inner
     run (so its hooks hold the dropped module's class): else the leak stays a warning."""

@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from pytest_trtcap.errors import TrtcapLeakError, TrtcapLeakWarning
+from pytest_trtcap.isolation import TrtcapLeakError, TrtcapLeakWarning
 from pytest_trtcap.isolation.leaks import fixture_subject, report_leak
 
 

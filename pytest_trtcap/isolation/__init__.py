@@ -2,8 +2,18 @@
 
 ``frames`` holds the rule (a frame per test and fixture) and drives the specs; ``held_state`` lists every spec the
 plugin holds; ``held_registry`` holds the converter registry and its compilation settings; ``inventory`` says
-which spec holds what, and why the rest of Torch-TensorRT's module-level state is not held.
+which spec holds what, and why the rest of Torch-TensorRT's module-level state is not held; ``leaks`` words a leak
+and warns (or errs) with the classes here, exported from ``pytest_trtcap`` so warnings filters can name them.
 
-Loaded when a session's first test needs isolation, never with the plugin: importing the plugin is paid by every
-pytest run of the environment.
+Loaded once a session uses the plugin, never with the plugin: importing the plugin is paid by every pytest run of
+the environment.
 """
+
+
+class TrtcapLeakWarning(UserWarning):
+    """A test left Torch-TensorRT's global state (registry, ATOMIC_SUBGRAPHS, ...) changed."""
+
+
+class TrtcapLeakError(AssertionError):
+    """Raised in teardown for a test that leaked global state, under ``--trtcap-strict`` or a filter that makes
+    :class:`TrtcapLeakWarning` an error."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, List, Optional
 if TYPE_CHECKING:
     import pytest
 
-    from ..errors import TrtcapLeakError
+    from . import TrtcapLeakError
 
 #: pytest's fixtures for unittest and xunit set-up methods, named after the methods a user wrote.
 _SETUP_FIXTURES = (
@@ -39,7 +39,7 @@ def report_leak(item: pytest.Item, subject: str, changes: List[str], strict: Any
 
     The classes are imported here, as ``sys.modules`` holds them now, as a filter naming them is resolved: this
     session may have woken during an in-process pytester run that has since dropped the module it loaded."""
-    from ..errors import TrtcapLeakError, TrtcapLeakWarning
+    from . import TrtcapLeakError, TrtcapLeakWarning
 
     what = "; ".join(changes)
     path, lineno, _ = item.location
