@@ -29,9 +29,9 @@ import trtcap_guards as guards
 from trtcap_guards.live_registry import converter_registry, loaded_converter_registry
 from trtcap_guards.rules import RULES, Rule, target_name_of
 
+from .escaping import one_line
 from .partitions import ACC_PREFIX, GPU_PREFIX
 from .report_properties import OwnProperties
-from .text import one_line
 
 
 class UnservablePlacement(NamedTuple):

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, List, Optional
 
 import pytest
 
-from .text import one_line
+from .escaping import one_line
 
 ISOLATED_STATE = "pytest_trtcap_isolated_state"
 TARGETS = "pytest_trtcap_target_capabilities"

@@ -46,7 +46,7 @@ def skip_reason(marker: str, decision: Any) -> Optional[str]:
     """The skip reason if ``marker`` forbids this test under ``decision``, else None."""
     for rule in capability_markers().get(marker, ()):
         if decision.targets_capability(rule.capability):
-            from .text import one_line  # the origin is the project's text (declare_targets(origin=...))
+            from .escaping import one_line  # the origin is the project's text (declare_targets(origin=...))
 
             return one_line(
                 f"{SKIP_PREFIX}TensorRT-RTX cannot serve {rule.cannot_serve} on SM "

@@ -52,7 +52,7 @@ import pytest
 
 from trtcap_guards import targets
 
-from .text import one_line
+from .escaping import one_line
 
 REASON_PREFIX = "trtcap: needs a GPU: "
 #: Packages whose frames are "the library", not the test.

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, Union
 import trtcap_guards as guards
 from trtcap_guards.capabilities import int_pair
 
-from .text import one_line
+from .escaping import one_line
 
 ACC_PREFIX = "_run_on_acc"
 GPU_PREFIX = "_run_on_gpu"

@@ -121,8 +121,8 @@ def header_lines(state: TrtcapState, verbose: bool = False) -> List[str]:
 
 def _one_line(line: str) -> str:
     """An origin is the project's text (``declare_targets(origin=...)``): a line holding a break or an escape is made
-    safe; ``text`` loads only then (every plain run shows the header)."""
-    from .text import one_line
+    safe; ``escaping`` loads only then (every plain run shows the header)."""
+    from .escaping import one_line
 
     return one_line(line)
 

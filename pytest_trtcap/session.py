@@ -18,9 +18,9 @@ import pytest
 import trtcap_guards as guards
 
 from . import markers
+from .escaping import one_line
 from .isolation.leaks import fixture_subject, report_leak
 from .report_properties import OwnProperties, attach
-from .text import one_line
 
 if TYPE_CHECKING:
     from .session_state import TrtcapState

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Seq
 import trtcap_guards as guards
 from trtcap_guards.rules import RULES
 
-from .text import one_line
+from .escaping import one_line
 
 ALL_ZERO = "all-zero output where eager is non-zero"
 NAN = "NaN output where eager is not NaN"

@@ -1,11 +1,11 @@
-"""``pytest_trtcap.text.one_line``: run-made text on one of our lines, escaped so it cannot start a line, recolour
+"""``pytest_trtcap.escaping.one_line``: run-made text on one of our lines, escaped so it cannot start a line, recolour
 the terminal or reorder what follows it."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_trtcap.text import one_line
+from pytest_trtcap.escaping import one_line
 
 
 @pytest.mark.parametrize("raw, shown", [

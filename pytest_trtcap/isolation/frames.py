@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
-from ..text import one_line
+from ..escaping import one_line
 
 
 @dataclass

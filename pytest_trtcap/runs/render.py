@@ -15,7 +15,7 @@ import re
 import sys
 from typing import IO, Any, List, Mapping, Optional
 
-from ..text import one_line
+from ..escaping import one_line
 from .sections import Annotation, Section, View, compare_view, github_annotations, sweep_view
 
 _MORE = "... and {n} more (--max-rows 0 shows all; --format json has everything)"
