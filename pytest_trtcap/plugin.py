@@ -249,6 +249,6 @@ def _carried_after_collection(items: Any) -> bool:
 def pytest_report_header(config: pytest.Config) -> Optional[List[str]]:
     if _STATE not in config.stash:
         return None
-    from .report_lines import header_lines
+    from .report import header_lines
 
     return header_lines(_state(config), verbose=config.get_verbosity() > 0)

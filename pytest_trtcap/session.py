@@ -302,7 +302,7 @@ class SessionPlugin:
             failures = self.unreported + self._entry_failures()  # no test to report them on (or one that failed)
             if not failures and not self._may_have_news():  # a refused setting ran nothing: nothing to claim
                 return
-            from .report_lines import summary_lines
+            from .report import summary_lines
 
             lines = failures + summary_lines(self, loaded_registry())
             if lines:

@@ -75,7 +75,7 @@ def test_importing_the_plugin_loads_registration_and_configuration_only() -> Non
     loaded = _loaded("import pytest_trtcap.plugin")
     for later in ("pytest_trtcap.partitions", "pytest_trtcap.unittest_support", "pytest_trtcap.audit",
                   "pytest_trtcap.trt_close", "pytest_trtcap.session", "pytest_trtcap.settings",
-                  "pytest_trtcap.report_lines", "pytest_trtcap.hook_results", "pytest_trtcap.isolation"):
+                  "pytest_trtcap.report", "pytest_trtcap.hook_results", "pytest_trtcap.isolation"):
         assert later not in loaded, loaded
 
 

@@ -22,7 +22,7 @@ print("MODULES " + json.dumps(sorted(m for m in sys.modules if m.startswith(("tr
 
 #: What only a session that uses the plugin loads.
 ACTIVE_ONLY = ("pytest_trtcap.session", "pytest_trtcap.isolation", "pytest_trtcap.isolation.held_state",
-               "pytest_trtcap.settings", "pytest_trtcap.report_lines", "trtcap_guards.targets",
+               "pytest_trtcap.settings", "pytest_trtcap.report", "trtcap_guards.targets",
                "trtcap_guards.registry", "trtcap_guards.capabilities", "trtcap_guards.gpuless")
 
 
@@ -76,7 +76,7 @@ def test_a_quiet_run_of_an_unrelated_suite_loads_nothing_beyond_what_the_plugin_
 def test_the_report_header_and_a_fixture_read_the_guards_without_waking_it(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(UNRELATED + "\n\ndef test_reads(trt_capability):\n    assert trt_capability.reason\n")
     loaded = _loaded(str(pytester.path), "-v", quiet=False)
-    assert "trtcap_guards.targets" in loaded and "pytest_trtcap.report_lines" in loaded  # the header, the fixture
+    assert "trtcap_guards.targets" in loaded and "pytest_trtcap.report" in loaded  # the header, the fixture
     woken = ("pytest_trtcap.session", "pytest_trtcap.isolation", "pytest_trtcap.isolation.held_state",
              "pytest_trtcap.settings")
     assert [m for m in woken if m in loaded] == []
@@ -85,7 +85,7 @@ def test_the_report_header_and_a_fixture_read_the_guards_without_waking_it(pytes
 #: What the report header of a plain run (``pytest``, no ``-q``) may load beyond the plugin's import: the header
 #: itself, the session's settings (their defaults) it shows, the predicate that decides its line (named through the
 #: guards' table of exports), and the look at whether Torch-TensorRT's registry is loaded.
-HEADER = ("pytest_trtcap.report_lines", "pytest_trtcap.session_state", "trtcap_guards.exports", "trtcap_guards.targets",
+HEADER = ("pytest_trtcap.report", "pytest_trtcap.session_state", "trtcap_guards.exports", "trtcap_guards.targets",
           "trtcap_guards.capabilities", "trtcap_guards.distributions", "trtcap_guards.live_registry",
           "trtcap_guards.undo")
 
