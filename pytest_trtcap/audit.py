@@ -31,7 +31,7 @@ from trtcap_guards.rules import RULES, Rule, target_name_of
 
 from .escaping import one_line
 from .partitions import ACC_PREFIX, GPU_PREFIX
-from .report_properties import OwnProperties
+from .report import OwnProperties
 
 
 class UnservablePlacement(NamedTuple):

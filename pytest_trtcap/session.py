@@ -20,7 +20,7 @@ import trtcap_guards as guards
 from . import markers
 from .escaping import one_line
 from .isolation.leaks import fixture_subject, report_leak
-from .report_properties import OwnProperties, attach
+from .report import OwnProperties, attach
 
 if TYPE_CHECKING:
     from .session_state import TrtcapState

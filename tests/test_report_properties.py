@@ -1,4 +1,4 @@
-"""``pytest_trtcap.report_properties``: the plugin's pairs ride in a report attribute of their own, never in the
+"""``pytest_trtcap.report``: the plugin's pairs ride in a report attribute of their own, never in the
 project's ``user_properties``; for a test this process ran only the pairs the plugin appended are read back, and a
 report that crossed from another process is read for every well-formed pair."""
 
@@ -9,7 +9,7 @@ from typing import Any, List, Optional
 
 import pytest
 
-from pytest_trtcap.report_properties import ATTRIBUTE, OwnProperties, attach
+from pytest_trtcap.report import ATTRIBUTE, OwnProperties, attach
 
 KEY = "trtcap_leak"
 
