@@ -1,6 +1,6 @@
 """The per-session hooks: capability skips, the isolation drive around each test and fixture, needs-a-GPU
-conversions, xdist totals, and the report's summary (whose text lives in ``report_lines``; a leak's wording in
-``leak_report``).
+conversions, xdist totals, and the report's summary (whose text lives in ``report``; a leak's wording in
+``isolation.leaks``).
 
 One ``SessionPlugin`` is registered for each config when the session starts using the plugin
 (``TrtcapState.activate``), so nested (pytester) sessions keep their own state, and sessions that never use it
@@ -20,7 +20,7 @@ import trtcap_guards as guards
 from . import markers
 from .escaping import one_line
 from .isolation.leaks import fixture_subject, report_leak
-from .report import OwnProperties, attach
+from .report import OwnProperties, attach, summary_lines
 
 if TYPE_CHECKING:
     from .session_state import TrtcapState
@@ -302,8 +302,6 @@ class SessionPlugin:
             failures = self.unreported + self._entry_failures()  # no test to report them on (or one that failed)
             if not failures and not self._may_have_news():  # a refused setting ran nothing: nothing to claim
                 return
-            from .report import summary_lines
-
             lines = failures + summary_lines(self, loaded_registry())
             if lines:
                 terminalreporter.write_sep("-", "trtcap")
@@ -312,7 +310,7 @@ class SessionPlugin:
 
     def _may_have_news(self) -> bool:
         """Whether the summary could have a line: most runs of an environment skip, convert and leak nothing and
-        never load torch_tensorrt or the guards, and they need not load the summary's text to find that out."""
+        never load torch_tensorrt or the guards, and they need not compute the summary to find that out."""
         state = self.state
         return bool(self.skips or self.needs_gpu or self.leaks or state.audit is not None or state.worker_status
                     or "torch_tensorrt" in sys.modules or loaded_registry() is not None

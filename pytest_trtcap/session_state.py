@@ -18,8 +18,9 @@ import trtcap_guards as guards
 
 from .options import SPECS
 
-# ``isolation`` is imported by ``TrtcapState.get_isolation`` when the first test needs it, not at plugin load:
-# loading the plugin is paid by every pytest run in the environment, collect-only and unrelated suites included.
+# Isolation's frames and specs are imported by ``TrtcapState.get_isolation`` when the first test needs them, not at
+# plugin load: loading the plugin is paid by every pytest run in the environment, collect-only and unrelated suites
+# included.
 if TYPE_CHECKING:
     from .isolation.frames import Isolation
 

@@ -3,7 +3,7 @@
 Every spec compares by value against an immutable copy (one C-level equality on a clean test) and restores in
 place: Torch-TensorRT's modules and the suite's tests imported these objects by name, so rebinding them would
 leave every other holder on the changed object. Nothing here imports torch_tensorrt: a spec is active only once
-its module is in ``sys.modules``. ``pytest_trtcap.inventory`` says which spec holds what, and why the rest is not.
+its module is in ``sys.modules``. ``inventory`` says which spec holds what, and why the rest is not.
 """
 
 from __future__ import annotations
@@ -273,7 +273,7 @@ def _builder_describe(snap: Any) -> List[str]:
 
 
 def builtin_specs(list_all: bool = False) -> List[StateSpec]:
-    """One spec per held piece of state; labels are the ones ``pytest_trtcap.inventory`` refers to. ``list_all``
+    """One spec per held piece of state; labels are the ones ``inventory`` refers to. ``list_all``
     (``-v``): a leak line names every changed converter target, not the first few of each registry."""
     return [
         StateSpec("converter registry", reg.registry_snapshot, reg.registry_restore, reg.registry_changed,
