@@ -45,8 +45,8 @@ def _check_leaker_errored_and_next_passed(result: pytest.RunResult) -> None:
     plugin defines it (a move inside the plugin must not change a failure's text, and so its ``trtcap`` signature)."""
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines([
-        f"ERROR test_leaks.py::test_1_leaks - pytest_trtcap.TrtcapLeakError: trtcap: test_leaks.py::test_1_leaks leaked "
-        f"global state (TrtcapLeakWarning is an error under the warnings filter): {LEAK}",
+        "ERROR test_leaks.py::test_1_leaks - pytest_trtcap.TrtcapLeakError: trtcap: test_leaks.py::test_1_leaks "
+        f"leaked global state (TrtcapLeakWarning is an error under the warnings filter): {LEAK}",
     ])
     output = result.stdout.str()
     assert "not torn down properly" not in output

@@ -17,3 +17,8 @@ class TrtcapLeakWarning(UserWarning):
 class TrtcapLeakError(AssertionError):
     """Raised in teardown for a test that leaked global state, under ``--trtcap-strict`` or a filter that makes
     :class:`TrtcapLeakWarning` an error."""
+
+
+# Printed (and so in a ``trtcap`` signature) under the public name a filter or an ``except`` uses, which stays put
+# when code moves inside the plugin; ``pytest_trtcap`` answers it (and pickling, under xdist) on first use.
+TrtcapLeakWarning.__module__ = TrtcapLeakError.__module__ = "pytest_trtcap"
