@@ -62,7 +62,7 @@ NOTES = [
 ]
 TEST_TOOLS = ["pytest>=8.0", "pytest-xdist>=3.5", "hypothesis>=6.100", "rich>=13"]
 #: The guard library's tests, and the inventory's drift test (isolation holds every registry the release mutates).
-GUARD_TESTS = ("tests/test_guards_*.py", "tests/test_inventory.py")
+GUARD_TESTS = ("tests/test_guards_*.py", "tests/test_isolation_inventory.py")
 PROBE = (
     "import json, trtcap_guards as g; tt = g.import_torch_tensorrt(); import torch, tensorrt;"
     "print(json.dumps({'torch_tensorrt': tt.__version__, 'torch': torch.__version__,"

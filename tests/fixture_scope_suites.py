@@ -1,4 +1,4 @@
-"""The suites ``test_plugin_fixture_scopes`` runs: fixtures of wider scopes nested in one another that change the
+"""The suites ``test_fixture_scopes`` runs: fixtures of wider scopes nested in one another that change the
 guards' state and undo it. Each test asserts the targets it finds; each conftest prints the guards' state once every
 fixture has ended."""
 

@@ -3,7 +3,7 @@
 A registry here is a module-level dict, list, set, pass manager or converter registry (a literal, a constructor
 call, or a container annotation); mutated means a function of the package calls a mutating method on it, assigns
 or deletes an item or attribute of it, or rebinds a module global (``global X; X = ...``: the runtime switches).
-Used by tests/test_inventory.py against ``pytest_trtcap.isolation.inventory``.
+Used by tests/test_isolation_inventory.py against ``pytest_trtcap.isolation.inventory``.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Torch-TensorRT's process-wide mutable state, per supported release: what isolation holds, and why not the rest.
 
-A systematic read of the installed package (``tests/test_inventory.py`` walks it: every module-level
+A systematic read of the installed package (``tests/test_isolation_inventory.py`` walks it: every module-level
 dict, list, set, pass manager or registry one of its functions mutates, and every module global a function
 rebinds) must find nothing this table does not cover, so a new release's new registry shows up as a failing
 test naming it, not as a leak. The list of held state in docs/plugin.md is generated from this table.

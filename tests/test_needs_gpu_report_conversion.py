@@ -1,7 +1,7 @@
 """``--trtcap-needs-gpu skip`` applied to pytest's own reports (``pytest_trtcap.needs_gpu``): a failed setup
 or call that needs a GPU becomes the skip pytest would have reported, at the test's line; anything else is left as
 it is. The reports are pytest's real ``TestReport`` objects built from real calls on this CPU host; the plugin's
-end-to-end behaviour is in test_plugin_needs_gpu.py."""
+end-to-end behaviour is in test_needs_gpu_outcomes.py."""
 
 from __future__ import annotations
 
