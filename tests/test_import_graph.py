@@ -132,3 +132,51 @@ def test_a_package_has_no_import_cycle_counting_imports_inside_functions(folder)
     assert len(graph) > 1, folder  # the walk found the package's modules: an empty graph would pass vacuously
     found = cycles(graph)
     assert not found, "\n".join(_describe(graph, group, path, package) for group in found)
+
+
+# --- no module reaches into another's private names ---------------------------------------------------------------
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_reaches(folder: Path, package: str) -> List[str]:
+    """``from .other import _name`` and ``other._name`` (``other`` bound to a module of the package), with where."""
+    names = _module_names(folder, package)
+    found = []
+    for module, path in names.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        where = path.relative_to(folder.parent)
+        modules = set()  # local names bound to a module of the package
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = _base(module, path.name == "__init__.py", node)
+                for alias in node.names:
+                    if f"{base}.{alias.name}" in names:
+                        modules.add(alias.asname or alias.name)
+                    elif base in names and base != module and _is_private(alias.name):
+                        found.append(f"{where}:{node.lineno} imports {alias.name} from {base}")
+            elif isinstance(node, ast.Import):
+                modules.update(alias.asname for alias in node.names if alias.asname and alias.name in names)
+        found += [f"{where}:{node.lineno} uses {node.value.id}.{node.attr}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and node.value.id in modules and _is_private(node.attr)]
+    return found
+
+
+def test_the_private_name_reader_sees_imports_and_attribute_reads(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("_hidden = 1\nshown = 2\n")
+    (package / "b.py").write_text("from .a import _hidden, shown\nfrom . import a\n\ndef f():\n    return a._hidden\n")
+    assert private_reaches(package, "pkg") == [f"{Path('pkg', 'b.py')}:1 imports _hidden from pkg.a",
+                                                f"{Path('pkg', 'b.py')}:5 uses a._hidden"]
+
+
+@pytest.mark.parametrize("folder", sorted(PACKAGES))
+def test_no_module_uses_another_module_s_private_names(folder):
+    """The guards' process state has one owner (``trtcap_guards.process_state``): the snapshot reads it there, not
+    in the private names of the modules that change it."""
+    assert private_reaches(ROOT / folder, PACKAGES[folder]) == []
