@@ -10,6 +10,7 @@ import warnings
 from typing import Any, Iterable, Optional, Sequence, Tuple
 
 from .environment import BACKENDS, ENV_BACKEND, ENV_TARGETS, TURING, Capability, format_capability  # noqa: F401 - TURING re-exported
+from .process_state import STATE
 
 #: Compute capabilities TensorRT-RTX builds engines for (``tensorrt_rtx.ComputeCapability``).
 RTX_SUPPORTED: Tuple[Capability, ...] = ((7, 5), (8, 0), (8, 6), (8, 9), (12, 0), (12, 1))
@@ -102,11 +103,6 @@ def _warn_unsupported(caps: Sequence[Capability], name: str, stacklevel: int) ->
         warnings.warn(message, UnsupportedTargetWarning, stacklevel=stacklevel + 1)
 
 
-#: ``TRTCAP_TARGET_SM`` values already parsed under that name: the predicate, which re-reads the variable on
-#: every cache miss, reports an unsupported target in a value nobody has read before, and only once.
-_env_seen: set = set()
-
-
 def parse_targets(text: str, name: str = ENV_TARGETS, *, warn: bool = True) -> Tuple[Capability, ...]:
     """Parse ``7.5``, ``75``, ``sm_75``, ``SM75`` or a comma list; errors name ``name`` and the value.
 
@@ -117,7 +113,7 @@ def parse_targets(text: str, name: str = ENV_TARGETS, *, warn: bool = True) -> T
         raise ValueError(f"{name}: expected a string of compute capabilities, got {shown(text)}")
     caps = _parse_text(text, name)
     if name == ENV_TARGETS:
-        _env_seen.add(text)
+        STATE.env_seen.add(text)
     if warn:
         _warn_unsupported(caps, name, stacklevel=2)
     return caps
@@ -156,6 +152,6 @@ def read_env_targets(text: str) -> Tuple[Capability, ...]:
     """``TRTCAP_TARGET_SM`` as the predicate reads it: warns about a value nobody parsed before, and a warnings
     filter that makes the warning an error cannot make the predicate (and so a validator) raise."""
     try:
-        return parse_targets(text, ENV_TARGETS, warn=text not in _env_seen)
+        return parse_targets(text, ENV_TARGETS, warn=text not in STATE.env_seen)
     except UnsupportedTargetWarning:
         return parse_targets(text, ENV_TARGETS, warn=False)

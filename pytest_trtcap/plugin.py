@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generator, List, Optional, Sequence
 
 import pytest
 
-from trtcap_guards import first_use, import_hook
+from trtcap_guards import import_hook, process_state
 
 from . import fixtures, hooks, options
 
@@ -120,7 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if state is not None or _in_use(config):
         _activate(config)
     else:
-        config.add_cleanup(first_use.on_first_change(lambda: _STATE in config.stash and _activate(config)))
+        config.add_cleanup(process_state.on_first_change(lambda: _STATE in config.stash and _activate(config)))
 
 
 def _state(config: pytest.Config, resolved: Any = None, target_hook_plugins: tuple = ()) -> TrtcapState:
@@ -183,7 +183,7 @@ def _guards_changed() -> bool:
     """Whether the guards' state differs from the one they start in (a conftest declared targets, say). Loaded is
     not enough: the report header and the fixtures read the guards without changing them; and until something
     changed it, the modules that hold that state stay unloaded."""
-    if not first_use.changed():
+    if not process_state.changed():
         return False
     from trtcap_guards import state
 

@@ -51,7 +51,7 @@ for name in [m for m in sys.modules if m.startswith("trtcap_guards.")]:
 from trtcap_guards import state, targets
 assert targets is sys.modules["trtcap_guards.targets"], "from trtcap_guards import targets: a dropped copy"
 assert g.targets is targets and g.state is state, "the package's attribute: a dropped copy"
-assert state.targets is targets, "the state module's own 'from . import targets': a dropped copy"
+assert state.STATE is sys.modules["trtcap_guards.process_state"].STATE, "the state module's STATE: a dropped copy"
 g.declare_targets("8.9")
 assert state.state_snapshot().targets == ((8, 9),), "the state read from a module nobody declares into"
 """
