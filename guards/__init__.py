@@ -28,7 +28,7 @@ from typing import Any, List
 #: for one, and the plugin's import must not load the table.
 _SUBMODULES = ("builder", "capabilities", "distributions", "environment", "exports", "gpuless", "import_hook",
                "live_registry", "node_checks", "process_state", "registry", "review", "review_2_14", "rules", "state",
-               "targets", "undo", "validators")
+               "targets", "tooling", "undo", "validators")
 
 
 def __getattr__(name: str) -> Any:
