@@ -27,7 +27,7 @@ EXPORTS: Dict[str, str] = {
     "GuardsState": "state", "restore_state": "state", "state_snapshot": "state",
     "ENV_BACKEND": "environment", "ENV_TARGETS": "environment",
     "RTX_SUPPORTED": "targets", "TURING": "targets", "CapabilityDecision": "targets",
-    "UnsupportedTargetWarning": "targets", "capability_decision": "targets", "clear_declared_targets": "targets",
+    "UnsupportedTargetWarning": "capabilities", "capability_decision": "targets", "clear_declared_targets": "targets",
     "declare_backend": "targets", "declare_targets": "targets", "format_targets": "targets",
     "get_target_compute_capabilities": "targets", "parse_backend": "targets", "parse_targets": "targets",
     "torch_tensorrt_version": "targets", "trt_rtx_targets_turing": "targets", "turing_safe_gemm_dtype": "targets",

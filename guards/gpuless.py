@@ -14,15 +14,45 @@ from typing import Any, Optional
 
 from .environment import Capability
 from .environment import format_capability as _format
-from .process_state import STATE, GpuLessStatus
+from .process_state import STATE
 
 #: Answered when nothing is declared: a TensorRT-RTX capability that no import-time check singles out.
 DEFAULT_ANSWER: Capability = (8, 9)
 
 
+class GpuLessStatus:
+    """Whether the import-time device queries were answered, with what, and why (not); one per process.
+
+    A plain class, not a dataclass: the plugin's header reads it in every pytest run that shows one.
+    """
+
+    __slots__ = ("applied", "capability", "detail", "at_import")
+
+    def __init__(self) -> None:
+        self.applied = False
+        self.capability: Optional[Capability] = None
+        self.detail = "not attempted"
+        self.at_import: Optional[Capability] = None  # what the import itself was answered, where targets came later
+
+    def __repr__(self) -> str:
+        return (f"GpuLessStatus(applied={self.applied!r}, capability={self.capability!r}, detail={self.detail!r}, "
+                f"at_import={self.at_import!r})")
+
+    def describe(self) -> str:
+        if self.applied and self.capability is not None:
+            earlier = ""
+            if self.at_import not in (None, self.capability):
+                earlier = f"; {_format(self.at_import)} during the import, before the targets were known"
+            return f"applied (device queries answered with {_format(self.capability)}{earlier})"
+        return self.detail
+
+
 def status() -> GpuLessStatus:
-    """The record of what was answered (``STATE.gpu_less``; one per process)."""
-    return STATE.gpu_less
+    """The record of what was answered (``STATE.gpu_less``; one per process, made when first asked for)."""
+    if STATE.gpu_less is None:
+        STATE.gpu_less = GpuLessStatus()
+    record: GpuLessStatus = STATE.gpu_less
+    return record
 
 
 def answer_device_queries(capability: Optional[Capability] = None) -> bool:
@@ -33,7 +63,7 @@ def answer_device_queries(capability: Optional[Capability] = None) -> bool:
         from .capabilities import check_pair
 
         capability = check_pair(capability, "answer_device_queries")
-    record = STATE.gpu_less
+    record = status()
     if record.applied:
         return True
     if torch.cuda.is_available():
@@ -67,7 +97,7 @@ def answer_device_queries(capability: Optional[Capability] = None) -> bool:
 def follow_targets(capability: Optional[Capability]) -> None:
     """Answer later device queries with ``capability``: targets that became known only after the import
     (a conftest imports torch_tensorrt before its own ``pytest_trtcap_target_capabilities`` could answer)."""
-    record = STATE.gpu_less
+    record = status()
     if not record.applied or capability is None or capability == record.capability:
         return
     if record.at_import is None:

@@ -91,9 +91,9 @@ def install_import_hook(
         return False
     remove_import_hook()
     if not answer:
-        from .process_state import STATE
+        from .gpuless import status
 
-        STATE.gpu_less.detail = "off"
+        status().detail = "off"
     sys.meta_path.insert(0, _ImportHook(answer, after, capability))
     return True
 

@@ -7,8 +7,8 @@ read so far; the record of the GPU-less import. Every module of the guards reads
 
 The pytest plugin stays dormant in sessions that never use the guards or Torch-TensorRT (it loads in every pytest
 run of an environment); it listens here (``on_first_change``) so that it can start holding the guards' state before
-the first change is made, wherever that happens. Listeners are called once and dropped. Hence plain classes, not
-dataclasses: this module loads in every pytest run.
+the first change is made, wherever that happens. Listeners are called once and dropped. Hence a plain class, not a
+dataclass: this module loads in every pytest run.
 
 PYTEST_DONT_REWRITE: pytest rewrites the asserts of a plugin's modules as it imports them, which costs every
 pytest run whose bytecode is not cached; this module, loaded in every run, has no assert to rewrite.
@@ -17,42 +17,25 @@ pytest run whose bytecode is not cached; this module, loaded in every run, has n
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
 
-from .environment import Capability
-from .environment import format_capability as _format
-from .undo import LiveHandles
+if TYPE_CHECKING:
+    from .environment import Capability
+    from .undo import LiveHandles
 
-
-class GpuLessStatus:
-    """Whether the import-time device queries were answered, with what, and why (not); one per process
-    (``gpuless`` answers them; the plugin's header reads this in every pytest run that shows one)."""
-
-    __slots__ = ("applied", "capability", "detail", "at_import")
-
-    def __init__(self) -> None:
-        self.applied = False
-        self.capability: Optional[Capability] = None
-        self.detail = "not attempted"
-        self.at_import: Optional[Capability] = None  # what the import itself was answered, where targets came later
-
-    def __repr__(self) -> str:
-        return (f"GpuLessStatus(applied={self.applied!r}, capability={self.capability!r}, detail={self.detail!r}, "
-                f"at_import={self.at_import!r})")
-
-    def describe(self) -> str:
-        if self.applied and self.capability is not None:
-            earlier = ""
-            if self.at_import not in (None, self.capability):
-                earlier = f"; {_format(self.at_import)} during the import, before the targets were known"
-            return f"applied (device queries answered with {_format(self.capability)}{earlier})"
-        return self.detail
+#: The attributes of ``ProcessState`` made at first use.
+_LIVE = ("live_targets", "live_backend", "live_switches")
 
 
 class ProcessState:
     """Everything the guards remember in a process. Held by the plugin's isolation (``state.state_snapshot``):
     the declarations, the switch, the neutralizations, the host seam and the live handles; the rest are memos
-    and records that only grow or are set once."""
+    and records that only grow or are set once. Made with this module, which loads in every pytest run: what
+    needs more code (the live handles, the GPU-less record) is made where it is first used."""
+
+    live_targets: LiveHandles  # the live undo handles of each kind of change (``undo``), made at its first change
+    live_backend: LiveHandles
+    live_switches: LiveHandles
 
     __slots__ = ("targets", "targets_origin", "backend", "backend_origin", "version", "builder_switch",
                  "neutralized", "fired", "live_targets", "live_backend", "live_switches", "host", "probed",
@@ -68,10 +51,6 @@ class ProcessState:
         self.builder_switch: Any = None  # enable_builder_targets: a builder.BuilderSwitch; None: its default
         self.neutralized: Counter = Counter()  # target -> depth of neutralize() blocks (they nest)
         self.fired: Counter = Counter()  # (rule, target) -> nodes rejected since the process started
-        # the live undo handles of each kind of change (``undo``)
-        self.live_targets = LiveHandles()
-        self.live_backend = LiveHandles()
-        self.live_switches = LiveHandles()
         # the host probe's memo (a test may set it: ``targets._host``, the host seam) and what the probe found
         self.host: Optional[Tuple[Capability, ...]] = None
         self.probed: Optional[Tuple[Capability, ...]] = None
@@ -79,9 +58,21 @@ class ProcessState:
         #: ``TRTCAP_TARGET_SM`` values parsed so far: the predicate, which re-reads the variable on every cache miss,
         #: reports an unsupported target in a value nobody has read before, and only once.
         self.env_seen: Set[str] = set()
-        self.gpu_less = GpuLessStatus()
+        self.gpu_less: Any = None  # the GPU-less import's record: a gpuless.GpuLessStatus, made when first asked for
         self.changed = False  # anything changed since this process imported the guards (``changed()``)
         self.listeners: List[Callable[[], Any]] = []
+
+    if not TYPE_CHECKING:  # to mypy, every other attribute stays unknown
+
+        def __getattr__(self, name: str) -> Any:
+            """A kind of change's live undo handles, made at its first change (called for an attribute not set)."""
+            if name not in _LIVE:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            from .undo import LiveHandles
+
+            live = LiveHandles()
+            setattr(self, name, live)
+            return live
 
 
 STATE = ProcessState()

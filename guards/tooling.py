@@ -16,10 +16,13 @@ PYTEST_DONT_REWRITE: pytest rewrites the asserts of a plugin's modules as it imp
 pytest run whose bytecode is not cached; this module, loaded in every run, has no assert to rewrite.
 """
 
-import importlib
-from typing import Any, Dict, List
+from __future__ import annotations
 
-#: Name -> the submodule that defines it (``submodule.attribute`` where the names differ).
+import importlib
+from typing import Any, Dict
+
+#: Name -> the submodule that defines it. (Plain names and no ``__dir__``: code loaded in every pytest run is kept
+#: to what it needs.)
 NAMES: Dict[str, str] = {
     # the names every part shares (the plugin's settings and markers)
     "BACKENDS": "environment", "ENV_BACKEND": "environment", "ENV_TARGETS": "environment", "MARKERS": "environment",
@@ -47,12 +50,7 @@ __all__ = sorted(NAMES)
 
 def __getattr__(name: str) -> Any:
     """Read from the module as ``sys.modules`` holds it now, never kept here (see the package's ``__getattr__``)."""
-    where = NAMES.get(name)
-    if where is None:
+    module = NAMES.get(name)
+    if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attribute = where.partition(".")
-    return getattr(importlib.import_module(f".{module}", __package__), attribute or name)
-
-
-def __dir__() -> List[str]:
-    return sorted(set(globals()) | set(NAMES))
+    return getattr(importlib.import_module(f"{__package__}.{module}"), name)

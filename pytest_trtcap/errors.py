@@ -2,7 +2,7 @@
 them. ``UnsupportedTargetWarning`` belongs to the guards (``trtcap_guards``), which issue it too; it is the same
 class under both names."""
 
-from trtcap_guards.capabilities import UnsupportedTargetWarning  # noqa: F401 - re-exported
+from trtcap_guards import UnsupportedTargetWarning  # noqa: F401 - re-exported
 
 
 class TrtcapLeakWarning(UserWarning):

@@ -40,10 +40,9 @@ def test_every_exported_name_resolves_and_is_listed() -> None:
 
 @pytest.mark.parametrize("name", sorted(tooling.NAMES))
 def test_each_tooling_name_is_the_attribute_of_the_submodule_its_table_names(name: str) -> None:
-    module, _, attribute = tooling.NAMES[name].partition(".")
-    defined = getattr(importlib.import_module(f"trtcap_guards.{module}"), attribute or name)
+    defined = getattr(importlib.import_module(f"trtcap_guards.{tooling.NAMES[name]}"), name)
     assert getattr(tooling, name) is defined
-    assert name in tooling.__all__ and name in dir(tooling)
+    assert name in tooling.__all__
 
 
 def test_an_unknown_tooling_name_is_an_attribute_error() -> None:
