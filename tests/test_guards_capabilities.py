@@ -213,6 +213,15 @@ def test_env_unsupported_target_under_an_error_filter_still_decides(monkeypatch,
         assert guards.gemm_capability_validator(None) in (True, False)
 
 
+def test_a_TRTCAP_TARGET_SM_value_is_read_once_however_often_the_predicate_asks(monkeypatch, nothing_declared,
+                                                                               fresh_warnings):
+    monkeypatch.setenv("TRTCAP_TARGET_SM", "7.5,8.9")
+    first = guards.capability_decision(probe_host=False).targets
+    guards.declare_backend("rtx", origin="a change").undo()  # the predicate's cache is keyed on every change
+    again = guards.capability_decision(probe_host=False)
+    assert again.targets == ((7, 5), (8, 9)) and again.targets is first
+
+
 class _Unprintable:
     """A value whose repr, str and equality all raise: what an error message must still survive."""
 
