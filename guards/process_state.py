@@ -17,7 +17,7 @@ pytest run whose bytecode is not cached; this module, loaded in every run, has n
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:
     from .environment import Capability
@@ -39,7 +39,7 @@ class ProcessState:
 
     __slots__ = ("targets", "targets_origin", "backend", "backend_origin", "version", "builder_switch",
                  "neutralized", "fired", "live_targets", "live_backend", "live_switches", "host", "probed",
-                 "installed_backend", "env_seen", "gpu_less", "changed", "listeners")
+                 "installed_backend", "env_targets", "gpu_less", "changed", "listeners")
 
     def __init__(self) -> None:
         # declare_targets / declare_backend; ``version`` counts their changes (capability_decision caches on it)
@@ -55,9 +55,9 @@ class ProcessState:
         self.host: Optional[Tuple[Capability, ...]] = None
         self.probed: Optional[Tuple[Capability, ...]] = None
         self.installed_backend: Optional[str] = None  # read from the installed distributions, once
-        #: ``TRTCAP_TARGET_SM`` values parsed so far: the predicate, which re-reads the variable on every cache miss,
-        #: reports an unsupported target in a value nobody has read before, and only once.
-        self.env_seen: Set[str] = set()
+        #: ``TRTCAP_TARGET_SM`` values read so far, and what each reads as: the predicate re-reads the variable on
+        #: every cache miss, and reads (and reports an unsupported target in) each value once.
+        self.env_targets: Dict[str, Tuple[Capability, ...]] = {}
         self.gpu_less: Any = None  # the GPU-less import's record: a gpuless.GpuLessStatus, made when first asked for
         self.changed = False  # anything changed since this process imported the guards (``changed()``)
         self.listeners: List[Callable[[], Any]] = []

@@ -70,12 +70,28 @@ PARSERS: Dict[str, Callable[[Any, str, Spec], Any]] = {
 }
 
 
+#: (setting, source, text) -> the value read from it, per session.
+_READ = pytest.StashKey[Dict[Tuple[str, str, str], Any]]()
+
+
+def _read(config: pytest.Config, spec: Spec, raw: Any, source: str) -> Any:
+    """``raw`` read once per session where it enters: a setting resolved before conftests load (the import hook
+    answers with the targets) and again at configure reads the same text once. ValueError on bad input."""
+    if not isinstance(raw, str):  # a list (an append option, an ini line list): read where given
+        return PARSERS[spec.parse](raw, source, spec)
+    read = config.stash.setdefault(_READ, {})
+    key = (spec.dest, source, raw)
+    if key not in read:
+        read[key] = PARSERS[spec.parse](raw, source, spec)
+    return read[key]
+
+
 def _resolve(config: pytest.Config, spec: Spec, hook_value: Callable[[], Any], early: bool = False) -> Setting:
     for raw, source in given(config, spec, early):
         if spec.kind == "flag" and raw is True:
             return Setting(True, source)
         try:
-            return Setting(PARSERS[spec.parse](raw, source, spec), source)
+            return Setting(_read(config, spec, raw, source), source)
         except ValueError as exc:
             message = str(exc)
             if not message.startswith(source):

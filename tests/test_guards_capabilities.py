@@ -16,7 +16,7 @@ from trtcap_guards.capabilities import coerce_targets, format_targets, parse_bac
 @pytest.fixture
 def fresh_warnings(monkeypatch):
     """The predicate reports a ``TRTCAP_TARGET_SM`` value nobody parsed before: give each test a fresh memory."""
-    monkeypatch.setattr(importlib.import_module("trtcap_guards.process_state").STATE, "env_seen", set())
+    monkeypatch.setattr(importlib.import_module("trtcap_guards.process_state").STATE, "env_targets", {})
 
 
 @pytest.fixture
