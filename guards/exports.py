@@ -18,7 +18,7 @@ EXPORTS: Dict[str, str] = {
     "answer_device_queries": "gpuless", "import_torch_tensorrt": "gpuless",
     "gpu_less_import_status": "gpuless.status",
     "install_import_hook": "import_hook", "remove_import_hook": "import_hook",
-    "fired": "process_state", "neutralized": "process_state",
+    "fired": "state", "neutralized": "state",
     "install": "registry", "installed": "registry", "is_installed": "registry",
     "neutralize": "registry", "parse_target_name": "registry", "uninstall": "registry",
     "upstream_guarded_targets": "registry",

@@ -103,13 +103,3 @@ def changing() -> None:
         STATE.listeners.clear()
         for callback in pending:
             callback()
-
-
-def neutralized() -> Tuple[str, ...]:
-    """The targets whose guard is switched off now (``registry.neutralize``)."""
-    return tuple(sorted(STATE.neutralized))
-
-
-def fired() -> Dict[Tuple[str, str], int]:
-    """(rule name, target) -> how many nodes that guard kept off TensorRT."""
-    return dict(STATE.fired)

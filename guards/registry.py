@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 from .builder import install_builder_targets, uninstall_builder_targets
 from .capabilities import shown
 from .live_registry import converter_registry, loaded_converter_registry
-from .process_state import STATE, changing, fired, neutralized  # noqa: F401 - fired, neutralized: re-exported
+from .process_state import STATE, changing
 from .rules import ALL_TARGETS, RULES, Rule, explicit_targets, rules_for, target_name_of
 from .validators import rejecting_rule
 

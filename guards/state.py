@@ -1,15 +1,16 @@
 """The guard library's own process-wide state, as one value: take it, compare it, put it back.
 
-Declarations (targets, backend), the builder-targets switch, neutralizations and fired counts live in module
-globals of ``targets``, ``builder`` and ``registry``. A test that declares ``8.9`` and never undoes it changes
-what every later test's markers decide. This is the one public way to hold that state (the pytest plugin's
-isolation and this project's tests both use it), so nobody reaches for the private names.
+Declarations (targets, backend), the builder-targets switch, neutralizations and fired counts live in one object,
+``process_state.STATE``. A test that declares ``8.9`` and never undoes it changes what every later test's markers
+decide. This is the one public way to hold that state (the pytest plugin's isolation and this project's tests both
+use it): a snapshot copies the held fields of ``STATE``, a restore writes them back. And the public readers of two
+of them, ``neutralized()`` and ``fired()``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .builder import DEFAULT_SWITCH, BuilderSwitch, builder_targets_enabled
 from .capabilities import format_targets, int_pair, shown
@@ -111,6 +112,16 @@ def restore_state(snapshot: GuardsState) -> None:
     if snapshot.live is not None:
         for live, handles in zip(_live_handles(), snapshot.live):
             live.handles = handles
+
+
+def neutralized() -> Tuple[str, ...]:
+    """The targets whose guard is switched off now (``registry.neutralize``)."""
+    return tuple(sorted(STATE.neutralized))
+
+
+def fired() -> Dict[Tuple[str, str], int]:
+    """(rule name, target) -> how many nodes that guard kept off TensorRT."""
+    return dict(STATE.fired)
 
 
 def _declared_text(value: Any, origin: str) -> str:
