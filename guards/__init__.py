@@ -24,11 +24,11 @@ from types import ModuleType
 from typing import Any, List
 
 #: Every submodule, imported on first access (``trtcap_guards.rules``) like the exports, and on each access answered
-#: from ``sys.modules`` (``_Package``); here, not in ``exports``, because ``from trtcap_guards import first_use`` asks
+#: from ``sys.modules`` (``_Package``); here, not in ``exports``, because ``from trtcap_guards import tooling`` asks
 #: for one, and the plugin's import must not load the table.
-_SUBMODULES = ("builder", "capabilities", "distributions", "environment", "exports", "first_use", "gpuless",
-               "import_hook", "live_registry", "node_checks", "registry", "review", "review_2_14", "rules", "state",
-               "targets", "undo", "validators")
+_SUBMODULES = ("builder", "capabilities", "distributions", "environment", "exports", "gpuless", "import_hook",
+               "live_registry", "node_checks", "process_state", "registry", "review", "review_2_14", "rules", "state",
+               "targets", "tooling", "undo", "validators")
 
 
 def __getattr__(name: str) -> Any:

@@ -22,9 +22,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional, Tuple
 
-from . import first_use
+from .process_state import STATE, changing
 from .targets import RTX_SUPPORTED, Capability, CapabilityDecision, capability_decision, format_targets
-from .undo import LiveHandles, UndoHandle
+from .undo import UndoHandle
 
 INTERPRETER_MODULE = "torch_tensorrt.dynamo.conversion._TRTInterpreter"
 POPULATE = "_populate_trt_builder_config"
@@ -94,38 +94,36 @@ class BuilderSwitch(NamedTuple):
 
 
 DEFAULT_SWITCH = BuilderSwitch(True, "default")
-_switch = DEFAULT_SWITCH
 
 
 class _SwitchUndo(UndoHandle):
     """Undo handle of :func:`enable_builder_targets`; also a context manager, and undone in any order."""
 
     def _put_back(self, before: BuilderSwitch) -> None:
-        global _switch
-        _switch = before
-
-
-_live_switches = LiveHandles()  # live undo handles of the switch (``undo``)
+        STATE.builder_switch = before
 
 
 def enable_builder_targets(on: bool, *, origin: str = "declared") -> _SwitchUndo:
     """Switch declaring the targets on the builder on or off for the process (the hook stays installed)."""
-    global _switch
     if not isinstance(on, bool):
         raise ValueError(f"enable_builder_targets: expected True or False, got {on!r}")
-    first_use.changing()
-    previous, _switch = _switch, BuilderSwitch(on, origin)
-    return _SwitchUndo(_live_switches, previous)
+    changing()
+    previous = builder_targets_enabled()
+    STATE.builder_switch = BuilderSwitch(on, origin)
+    return _SwitchUndo(STATE.live_switches, previous)
 
 
 def builder_targets_enabled() -> BuilderSwitch:
-    return _switch
+    """The switch now (``STATE.builder_switch``, None until something switched it)."""
+    switch: BuilderSwitch = STATE.builder_switch or DEFAULT_SWITCH
+    return switch
 
 
 def builder_targets(settings: Any = None, *, probe_host: bool = True) -> BuilderTargets:
     """The decision for a build with ``settings``: the switch, then :func:`plan_builder_targets`."""
-    if not _switch.on:
-        return BuilderTargets((), False, (), "switch", _switch.origin, f"switched off, {_sourced(_switch.origin)}")
+    switch = builder_targets_enabled()
+    if not switch.on:
+        return BuilderTargets((), False, (), "switch", switch.origin, f"switched off, {_sourced(switch.origin)}")
     return plan_builder_targets(capability_decision(settings, probe_host=probe_host))
 
 
@@ -234,9 +232,10 @@ def upstream_sets_builder_targets() -> Optional[bool]:
 
 def builder_targets_status() -> str:
     """The header's text: what the builder is told and where the switch came from. Never probes the host."""
-    if not _switch.on:
-        return f"off ({_sourced(_switch.origin)})"
+    switch = builder_targets_enabled()
+    if not switch.on:
+        return f"off ({_sourced(switch.origin)})"
     if upstream_sets_builder_targets():
         return "left to Torch-TensorRT (it declares the builder's compute capabilities itself)"
-    switch = "default" if _switch.origin == "default" else _sourced(_switch.origin)
-    return f"{builder_targets(probe_host=False).describe()}; on ({switch})"
+    origin = "default" if switch.origin == "default" else _sourced(switch.origin)
+    return f"{builder_targets(probe_host=False).describe()}; on ({origin})"

@@ -10,6 +10,7 @@ import warnings
 from typing import Any, Iterable, Optional, Sequence, Tuple
 
 from .environment import BACKENDS, ENV_BACKEND, ENV_TARGETS, TURING, Capability, format_capability  # noqa: F401 - TURING re-exported
+from .process_state import STATE
 
 #: Compute capabilities TensorRT-RTX builds engines for (``tensorrt_rtx.ComputeCapability``).
 RTX_SUPPORTED: Tuple[Capability, ...] = ((7, 5), (8, 0), (8, 6), (8, 9), (12, 0), (12, 1))
@@ -51,11 +52,19 @@ def _parse_one(item: str, name: str, text: str) -> Capability:
     return (int(m.group(1)), int(m.group(2)))
 
 
+class _Read(tuple):
+    """Capabilities read and checked here (what ``parse_targets`` and ``coerce_targets`` return), a tuple of pairs
+    like any other: a value read where it enters (an option, a hook's answer) is passed on as it is and never read
+    again (``declare_targets`` takes it as given)."""
+
+    __slots__ = ()
+
+
 def _parse_text(text: str, name: str) -> Tuple[Capability, ...]:
     items = [part.strip() for part in text.split(",")]
     if any(not item for item in items):
         raise ValueError(f"{name}: empty compute capability in {shown(text)}")
-    return tuple(dict.fromkeys(_parse_one(item, name, text) for item in items))
+    return _Read(dict.fromkeys(_parse_one(item, name, text) for item in items))
 
 
 def int_pair(value: Any, maxima: Tuple[Optional[int], Optional[int]] = (None, None)) -> Optional[Tuple[int, int]]:
@@ -102,11 +111,6 @@ def _warn_unsupported(caps: Sequence[Capability], name: str, stacklevel: int) ->
         warnings.warn(message, UnsupportedTargetWarning, stacklevel=stacklevel + 1)
 
 
-#: ``TRTCAP_TARGET_SM`` values already parsed under that name: the predicate, which re-reads the variable on
-#: every cache miss, reports an unsupported target in a value nobody has read before, and only once.
-_env_seen: set = set()
-
-
 def parse_targets(text: str, name: str = ENV_TARGETS, *, warn: bool = True) -> Tuple[Capability, ...]:
     """Parse ``7.5``, ``75``, ``sm_75``, ``SM75`` or a comma list; errors name ``name`` and the value.
 
@@ -117,7 +121,7 @@ def parse_targets(text: str, name: str = ENV_TARGETS, *, warn: bool = True) -> T
         raise ValueError(f"{name}: expected a string of compute capabilities, got {shown(text)}")
     caps = _parse_text(text, name)
     if name == ENV_TARGETS:
-        _env_seen.add(text)
+        STATE.env_targets[text] = caps
     if warn:
         _warn_unsupported(caps, name, stacklevel=2)
     return caps
@@ -125,8 +129,11 @@ def parse_targets(text: str, name: str = ENV_TARGETS, *, warn: bool = True) -> T
 
 def coerce_targets(targets: Any, name: str, *, warn: bool = True) -> Tuple[Capability, ...]:
     """A string (``parse_targets``) or an iterable of strings and ``(major, minor)`` pairs; ValueError naming
-    ``name`` and the value otherwise. Warns about unsupported capabilities like ``parse_targets``."""
-    if isinstance(targets, str):
+    ``name`` and the value otherwise. Warns about unsupported capabilities like ``parse_targets``. What this module
+    read already is taken as it is."""
+    if isinstance(targets, _Read):
+        caps: Tuple[Capability, ...] = targets
+    elif isinstance(targets, str):
         caps = _parse_text(targets, name)
     else:
         if isinstance(targets, (bytes, bytearray, dict)) or not isinstance(targets, Iterable):
@@ -137,7 +144,7 @@ def coerce_targets(targets: Any, name: str, *, warn: bool = True) -> Tuple[Capab
         found: list = []
         for t in targets:
             found.extend(_parse_text(t, name) if isinstance(t, str) else [check_pair(t, name)])
-        caps = tuple(dict.fromkeys(found))
+        caps = _Read(dict.fromkeys(found))
         if not caps:  # as the empty text: declaring nothing would outrank the environment and the host
             raise ValueError(f"{name}: no compute capability in {shown(targets)} (give at least one, or None for none)")
     if warn:
@@ -153,9 +160,14 @@ def parse_backend(text: str, name: str = ENV_BACKEND) -> str:
 
 
 def read_env_targets(text: str) -> Tuple[Capability, ...]:
-    """``TRTCAP_TARGET_SM`` as the predicate reads it: warns about a value nobody parsed before, and a warnings
-    filter that makes the warning an error cannot make the predicate (and so a validator) raise."""
-    try:
-        return parse_targets(text, ENV_TARGETS, warn=text not in _env_seen)
-    except UnsupportedTargetWarning:
-        return parse_targets(text, ENV_TARGETS, warn=False)
+    """``TRTCAP_TARGET_SM`` as the predicate reads it on every cache miss: each value is read once
+    (``STATE.env_targets``), and an unsupported target reported when first read; a warnings filter that makes the
+    warning an error cannot make the predicate (and so a validator) raise."""
+    caps = STATE.env_targets.get(text)
+    if caps is None:
+        caps = parse_targets(text, ENV_TARGETS, warn=False)
+        try:
+            _warn_unsupported(caps, ENV_TARGETS, stacklevel=1)
+        except UnsupportedTargetWarning:
+            pass
+    return caps

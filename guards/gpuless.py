@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from .environment import Capability
 from .environment import format_capability as _format
+from .process_state import STATE
 
 #: Answered when nothing is declared: a TensorRT-RTX capability that no import-time check singles out.
 DEFAULT_ANSWER: Capability = (8, 9)
@@ -46,11 +47,12 @@ class GpuLessStatus:
         return self.detail
 
 
-_status = GpuLessStatus()
-
-
 def status() -> GpuLessStatus:
-    return _status
+    """The record of what was answered (``STATE.gpu_less``; one per process, made when first asked for)."""
+    if STATE.gpu_less is None:
+        STATE.gpu_less = GpuLessStatus()
+    record: GpuLessStatus = STATE.gpu_less
+    return record
 
 
 def answer_device_queries(capability: Optional[Capability] = None) -> bool:
@@ -61,10 +63,11 @@ def answer_device_queries(capability: Optional[Capability] = None) -> bool:
         from .capabilities import check_pair
 
         capability = check_pair(capability, "answer_device_queries")
-    if _status.applied:
+    record = status()
+    if record.applied:
         return True
     if torch.cuda.is_available():
-        _status.detail = "not needed (CUDA device present)"
+        record.detail = "not needed (CUDA device present)"
         return False
     if capability is None:
         from .targets import capability_decision
@@ -77,7 +80,7 @@ def answer_device_queries(capability: Optional[Capability] = None) -> bool:
     answer = (int(capability[0]), int(capability[1]))
 
     def get_device_capability(device: Any = None) -> Capability:  # noqa: ARG001 - torch.cuda's signature
-        return _status.capability or answer  # follow_targets may re-point it
+        return record.capability or answer  # follow_targets may re-point it
 
     def current_device() -> int:
         return 0
@@ -86,20 +89,21 @@ def answer_device_queries(capability: Optional[Capability] = None) -> bool:
     current_device.__trtcap_answer__ = True  # type: ignore[attr-defined]
     torch.cuda.get_device_capability = get_device_capability
     torch.cuda.current_device = current_device
-    _status.applied, _status.capability = True, answer
-    _status.detail = f"applied ({_format(answer)})"
+    record.applied, record.capability = True, answer
+    record.detail = f"applied ({_format(answer)})"
     return True
 
 
 def follow_targets(capability: Optional[Capability]) -> None:
     """Answer later device queries with ``capability``: targets that became known only after the import
     (a conftest imports torch_tensorrt before its own ``pytest_trtcap_target_capabilities`` could answer)."""
-    if not _status.applied or capability is None or capability == _status.capability:
+    record = status()
+    if not record.applied or capability is None or capability == record.capability:
         return
-    if _status.at_import is None:
-        _status.at_import = _status.capability
-    _status.capability = (int(capability[0]), int(capability[1]))
-    _status.detail = f"applied ({_format(_status.capability)})"
+    if record.at_import is None:
+        record.at_import = record.capability
+    record.capability = (int(capability[0]), int(capability[1]))
+    record.detail = f"applied ({_format(record.capability)})"
 
 
 def import_torch_tensorrt(capability: Optional[Capability] = None) -> ModuleType:

@@ -10,24 +10,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections import Counter
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Tuple
 
-from . import first_use
 from .builder import install_builder_targets, uninstall_builder_targets
 from .capabilities import shown
 from .live_registry import converter_registry, loaded_converter_registry
+from .process_state import STATE, changing
 from .rules import ALL_TARGETS, RULES, Rule, explicit_targets, rules_for, target_name_of
 from .validators import rejecting_rule
 
 _LOG = logging.getLogger("trtcap_guards")
 _ORIGINAL = "_trtcap_original"  # attribute on a guarded validator: the ConverterSupport it replaced
-
-#: Targets whose guard is switched off (a count per target, so neutralize() nests).
-_neutralized: Counter = Counter()
-#: How often each (rule, target) rejected a node since the process started.
-_fired: Counter = Counter()
 
 _TARGET_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*){1,2}$")
 
@@ -63,10 +57,10 @@ def _guard(stock_support: Any, rules: Tuple[Rule, ...], name: str) -> Any:
     stock = stock_support.capability_validator
 
     def guarded_validator(node: Any, settings: Any = None) -> bool:
-        if name not in _neutralized:
+        if name not in STATE.neutralized:
             rule = rejecting_rule(node, settings, rules, name)
             if rule is not None:
-                _fired[(rule.name, name)] += 1
+                STATE.fired[(rule.name, name)] += 1
                 _LOG.debug("guards: %s rejected %s (%s)", rule.name, getattr(node, "name", node), rule.why)
                 return False
         return stock(node, settings)
@@ -199,20 +193,11 @@ class neutralize:
                 raise ValueError(f"neutralize: {self.target!r} is not a registered converter target")
 
     def __enter__(self) -> str:
-        first_use.changing()
-        _neutralized[self.target] += 1
+        changing()
+        STATE.neutralized[self.target] += 1
         return self.target
 
     def __exit__(self, *exc: object) -> None:
-        _neutralized[self.target] -= 1
-        if _neutralized[self.target] <= 0:
-            del _neutralized[self.target]
-
-
-def neutralized() -> Tuple[str, ...]:
-    return tuple(sorted(_neutralized))
-
-
-def fired() -> Dict[Tuple[str, str], int]:
-    """(rule name, target) -> how many nodes that guard kept off TensorRT."""
-    return dict(_fired)
+        STATE.neutralized[self.target] -= 1
+        if STATE.neutralized[self.target] <= 0:
+            del STATE.neutralized[self.target]

@@ -1,19 +1,22 @@
 """The guard library's own process-wide state, as one value: take it, compare it, put it back.
 
-Declarations (targets, backend), the builder-targets switch, neutralizations and fired counts live in module
-globals of ``targets``, ``builder`` and ``registry``. A test that declares ``8.9`` and never undoes it changes
-what every later test's markers decide. This is the one public way to hold that state (the pytest plugin's
-isolation and this project's tests both use it), so nobody reaches for the private names.
+Declarations (targets, backend), the builder-targets switch, neutralizations and fired counts live in one object,
+``process_state.STATE``. A test that declares ``8.9`` and never undoes it changes what every later test's markers
+decide. This is the one public way to hold that state (the pytest plugin's isolation and this project's tests both
+use it): a snapshot copies the held fields of ``STATE``, a restore writes them back. And the public readers of two
+of them, ``neutralized()`` and ``fired()``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from . import builder, first_use, registry, targets
-from .capabilities import int_pair, shown
+from .builder import DEFAULT_SWITCH, BuilderSwitch, builder_targets_enabled
+from .capabilities import format_targets, int_pair, shown
 from .environment import BACKENDS
+from .process_state import STATE, changing
+from .targets import host_override, set_host_override
 from .undo import LiveHandles, UndoHandle
 
 
@@ -38,23 +41,22 @@ class GuardsState:
 
 def initial_state() -> GuardsState:
     """The state the guards start in: nothing declared or neutralized, the builder switch at its default."""
-    return GuardsState(None, "", None, "", builder.DEFAULT_SWITCH, (), None, None, ((), (), ()))
+    return GuardsState(None, "", None, "", DEFAULT_SWITCH, (), None, None, ((), (), ()))
 
 
 def state_snapshot(*, fired: bool = True) -> GuardsState:
     """The guards' state now. ``fired=False`` leaves the fired counts out (they grow by design as guards work)."""
-    d = targets._declared
+    s = STATE
     return GuardsState(  # an origin means nothing without a value: a cleared declaration equals any other
-        d.targets, d.targets_origin if d.targets is not None else "",
-        d.backend, d.backend_origin if d.backend is not None else "", builder._switch,
-        tuple(sorted(registry._neutralized.items())),
-        tuple(sorted(registry._fired.items())) if fired else None, targets.host_override(),
-        (targets._live_targets.handles, targets._live_backend.handles, builder._live_switches.handles),
+        s.targets, s.targets_origin if s.targets is not None else "",
+        s.backend, s.backend_origin if s.backend is not None else "", builder_targets_enabled(),
+        tuple(sorted(s.neutralized.items())), tuple(sorted(s.fired.items())) if fired else None, host_override(),
+        tuple(live.handles for live in _live_handles()),
     )
 
 
 def _live_handles() -> Tuple[LiveHandles, ...]:
-    return targets._live_targets, targets._live_backend, builder._live_switches
+    return STATE.live_targets, STATE.live_backend, STATE.live_switches
 
 
 def _problem(s: GuardsState) -> Optional[str]:
@@ -63,7 +65,7 @@ def _problem(s: GuardsState) -> Optional[str]:
         return "targets must be None or a tuple of (major, minor) pairs"
     if s.backend is not None and not (isinstance(s.backend, str) and s.backend in BACKENDS):
         return f"backend must be None or one of {', '.join(BACKENDS)}"
-    if not isinstance(s.builder_switch, builder.BuilderSwitch):
+    if not isinstance(s.builder_switch, BuilderSwitch):
         return "builder_switch must be a BuilderSwitch"
     if not _counts(s.neutralized, str, 1):
         return "neutralized must be a tuple of (target name, count >= 1) pairs"
@@ -95,27 +97,37 @@ def restore_state(snapshot: GuardsState) -> None:
     problem = _problem(snapshot)
     if problem is not None:
         raise ValueError(f"restore_state: {problem}")
-    first_use.changing()
-    d = targets._declared
-    d.targets, d.targets_origin = snapshot.targets, snapshot.targets_origin or d.targets_origin
-    d.backend, d.backend_origin = snapshot.backend, snapshot.backend_origin or d.backend_origin
-    d.version += 1  # capability_decision caches on it
-    builder._switch = snapshot.builder_switch
-    targets.set_host_override(snapshot.host)
-    registry._neutralized.clear()
-    registry._neutralized.update(dict(snapshot.neutralized))
+    changing()
+    s = STATE
+    s.targets, s.targets_origin = snapshot.targets, snapshot.targets_origin or s.targets_origin
+    s.backend, s.backend_origin = snapshot.backend, snapshot.backend_origin or s.backend_origin
+    s.version += 1  # capability_decision caches on it
+    s.builder_switch = snapshot.builder_switch
+    set_host_override(snapshot.host)
+    s.neutralized.clear()
+    s.neutralized.update(dict(snapshot.neutralized))
     if snapshot.fired is not None:
-        registry._fired.clear()
-        registry._fired.update(dict(snapshot.fired))
+        s.fired.clear()
+        s.fired.update(dict(snapshot.fired))
     if snapshot.live is not None:
         for live, handles in zip(_live_handles(), snapshot.live):
             live.handles = handles
 
 
+def neutralized() -> Tuple[str, ...]:
+    """The targets whose guard is switched off now (``registry.neutralize``)."""
+    return tuple(sorted(STATE.neutralized))
+
+
+def fired() -> Dict[Tuple[str, str], int]:
+    """(rule name, target) -> how many nodes that guard kept off TensorRT."""
+    return dict(STATE.fired)
+
+
 def _declared_text(value: Any, origin: str) -> str:
     if value is None:
         return "none"
-    shown = value if isinstance(value, str) else targets.format_targets(value)
+    shown = value if isinstance(value, str) else format_targets(value)
     return f"{shown} (from {origin})"
 
 
@@ -123,7 +135,7 @@ def _host_text(host: Optional[Tuple[Tuple[int, int], ...]]) -> str:
     if host is None:
         return "as probed"
     try:
-        return targets.format_targets(host) if host else "none"
+        return format_targets(host) if host else "none"
     except (TypeError, ValueError):  # a test set the seam to something else: show what
         return shown(host, 60)
 

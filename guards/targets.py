@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Iterable, List, Optional, Tuple, Union
 
-from . import first_use
 from .capabilities import (  # noqa: F401  (re-exported: trtcap_guards.targets.parse_targets and the rest)
     RTX_SUPPORTED,
     TURING,
@@ -27,25 +27,10 @@ from .capabilities import (  # noqa: F401  (re-exported: trtcap_guards.targets.p
     unsupported_message,
 )
 from .environment import ENV_BACKEND, ENV_TARGETS
+from .process_state import STATE, changing
 from .undo import LiveHandles, UndoHandle
 
-# --- process-wide declarations ---------------------------------------------------------------
-
-
-class _Declared:
-    """The process-wide declarations (a plain class: this module loads whenever the plugin registers its markers)."""
-
-    __slots__ = ("targets", "targets_origin", "backend", "backend_origin", "version")
-
-    def __init__(self) -> None:
-        self.targets: Optional[Tuple[Capability, ...]] = None
-        self.targets_origin = "declared"
-        self.backend: Optional[str] = None
-        self.backend_origin = "declared"
-        self.version = 0
-
-
-_declared = _Declared()
+# --- process-wide declarations (``STATE.targets``, ``STATE.backend``) ------------------------------------------
 
 
 class Declaration(UndoHandle):
@@ -58,13 +43,8 @@ class Declaration(UndoHandle):
 
     def _put_back(self, before: Tuple[Any, ...]) -> None:
         for field, value in zip(self._fields, before):
-            setattr(_declared, field, value)
-        _declared.version += 1
-
-
-#: Live undo handles of each kind of declaration (``undo``).
-_live_targets = LiveHandles()
-_live_backend = LiveHandles()
+            setattr(STATE, field, value)
+        STATE.version += 1
 
 
 def declare_targets(
@@ -75,12 +55,12 @@ def declare_targets(
     ``None`` clears the declaration. ``origin`` is what reports print as the value's source. A capability
     TensorRT-RTX does not build for is an ``UnsupportedTargetWarning`` (``warn=False``: the caller already said so).
     """
-    first_use.changing()
-    previous = (_declared.targets, _declared.targets_origin)
+    changing()
+    previous = (STATE.targets, STATE.targets_origin)
     caps = None if targets is None else coerce_targets(targets, origin, warn=warn)
-    _declared.targets, _declared.targets_origin = caps, origin
-    _declared.version += 1
-    return Declaration(_live_targets, previous, ("targets", "targets_origin"))
+    STATE.targets, STATE.targets_origin = caps, origin
+    STATE.version += 1
+    return Declaration(STATE.live_targets, previous, ("targets", "targets_origin"))
 
 
 def clear_declared_targets() -> None:
@@ -89,29 +69,24 @@ def clear_declared_targets() -> None:
 
 def declare_backend(backend: Optional[str], *, origin: str = "declared") -> Declaration:
     """Declare the backend (``rtx``, ``standard`` or ``auto``), outranking ``TRTCAP_BACKEND``."""
-    first_use.changing()
-    previous = (_declared.backend, _declared.backend_origin)
+    changing()
+    previous = (STATE.backend, STATE.backend_origin)
     value = None if backend is None else parse_backend(backend, origin)
-    _declared.backend, _declared.backend_origin = value, origin
-    _declared.version += 1
-    return Declaration(_live_backend, previous, ("backend", "backend_origin"))
+    STATE.backend, STATE.backend_origin = value, origin
+    STATE.version += 1
+    return Declaration(STATE.live_backend, previous, ("backend", "backend_origin"))
 
 
-# --- backend and host detection -----------------------------------------------------------------
-
-_installed_backend: Optional[str] = None
-_host: Optional[Tuple[Capability, ...]] = None  # the probe's memo; a test may set it (the host seam)
-_probed: Optional[Tuple[Capability, ...]] = None  # what the probe itself found: ``_host`` apart from a test's value
+# --- backend and host detection (``STATE.installed_backend``, ``STATE.host``) ------------------------------------
 
 
 def installed_backend() -> str:
     """``rtx``/``standard`` from the imported module or installed distributions, else ``absent``."""
-    global _installed_backend
     tt = sys.modules.get("torch_tensorrt")
     features = getattr(tt, "ENABLED_FEATURES", None)
     if features is not None:
         return "rtx" if getattr(features, "tensorrt_rtx", False) else "standard"
-    if _installed_backend is None:
+    if STATE.installed_backend is None:
         from .distributions import installed_versions
 
         installed = installed_versions()
@@ -120,8 +95,8 @@ def installed_backend() -> str:
             if dist in installed:
                 found = backend
                 break
-        _installed_backend = found
-    return _installed_backend
+        STATE.installed_backend = found
+    return STATE.installed_backend
 
 
 def torch_tensorrt_version() -> Optional[str]:
@@ -136,12 +111,11 @@ def torch_tensorrt_version() -> Optional[str]:
 
 def host_capabilities(probe: bool = True) -> Optional[Tuple[Capability, ...]]:
     """Capability of the host's CUDA device(s); probed once. ``None`` when not probed yet and ``probe`` is False."""
-    global _host, _probed
-    if _host is None:
+    if STATE.host is None:
         if not probe:
             return None
-        _host = _probed = _probe_host()
-    return _host
+        STATE.host = STATE.probed = _probe_host()
+    return STATE.host
 
 
 def _probe_host() -> Tuple[Capability, ...]:
@@ -163,13 +137,27 @@ def _probe_host() -> Tuple[Capability, ...]:
 
 def host_override() -> Optional[Tuple[Capability, ...]]:
     """The host devices a test set in the memo (``_host``), or None where the memo is the probe's or unset."""
-    return None if _host is None or _host == _probed else _host
+    return None if STATE.host is None or STATE.host == STATE.probed else STATE.host
 
 
 def set_host_override(host: Optional[Tuple[Capability, ...]]) -> None:
     """Put :func:`host_override` back: a value, or None for the probe's answer (probed again where never probed)."""
-    global _host
-    _host = _probed if host is None else host
+    STATE.host = STATE.probed if host is None else host
+
+
+class _Module(ModuleType):
+    """``targets._host``, the host seam a test sets (documented), reads and writes the probe's memo in ``STATE``."""
+
+    @property
+    def _host(self) -> Optional[Tuple[Capability, ...]]:
+        return STATE.host
+
+    @_host.setter
+    def _host(self, value: Optional[Tuple[Capability, ...]]) -> None:
+        STATE.host = value
+
+
+sys.modules[__name__].__class__ = _Module
 
 
 # --- the decision ---------------------------------------------------------------------------------
@@ -223,8 +211,8 @@ def _upstream_answer(upstream: Any, settings: Any, own: bool) -> bool:
 
 
 def _resolve_backend() -> Tuple[str, str]:
-    if _declared.backend is not None:
-        value, origin = _declared.backend, _declared.backend_origin
+    if STATE.backend is not None:
+        value, origin = STATE.backend, STATE.backend_origin
     else:
         raw = os.environ.get(ENV_BACKEND)
         value, origin = (parse_backend(raw), ENV_BACKEND) if raw else ("auto", "auto")
@@ -249,14 +237,14 @@ def capability_decision(settings: Any = None, *, probe_host: bool = True) -> Cap
     settings_caps = _settings_targets(settings)
     upstream = _upstream_predicate() if settings_caps is not None else None
     env_targets = os.environ.get(ENV_TARGETS)
-    key = (settings_caps, _declared.version, env_targets, os.environ.get(ENV_BACKEND), _host, probe_host)
+    key = (settings_caps, STATE.version, env_targets, os.environ.get(ENV_BACKEND), STATE.host, probe_host)
     hit = _cache.get(key) if upstream is None else None
     if hit is not None and (hit.backend != "absent" or "torch_tensorrt" not in sys.modules):
         return hit
     if settings_caps is not None:
         targets, source, origin = settings_caps, "settings", "settings.target_compute_capabilities"
-    elif _declared.targets is not None:
-        targets, source, origin = _declared.targets, "declared", _declared.targets_origin
+    elif STATE.targets is not None:
+        targets, source, origin = STATE.targets, "declared", STATE.targets_origin
     elif env_targets is not None:
         targets, source, origin = read_env_targets(env_targets), ENV_TARGETS, ENV_TARGETS
     else:

@@ -5,6 +5,10 @@ teardown after a test's own ``with`` block, two fixtures of different scopes), a
 the value it saw would then bring back a change that was already undone. So each kind of change keeps its live
 handles, oldest first: undoing the newest puts its "before" back; undoing an older one changes nothing now and
 hands its "before" to the handle above it, which puts that back in its turn.
+
+PYTEST_DONT_REWRITE: pytest rewrites the asserts of a plugin's modules as it imports them, which costs every
+pytest run whose bytecode is not cached; this module, loaded in every run (``process_state`` holds the live
+handles), has no assert to rewrite.
 """
 
 from __future__ import annotations

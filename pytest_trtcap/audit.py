@@ -26,8 +26,8 @@ from typing import Any, Callable, Dict, Generator, Iterator, List, NamedTuple, O
 import pytest
 
 import trtcap_guards as guards
-from trtcap_guards.live_registry import converter_registry, loaded_converter_registry
-from trtcap_guards.rules import RULES, Rule, target_name_of
+from trtcap_guards import RULES, Rule
+from trtcap_guards.tooling import converter_registry, loaded_converter_registry, target_name_of
 
 from .escaping import one_line
 from .partitions import ACC_PREFIX, GPU_PREFIX

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import pytest
 
 if TYPE_CHECKING:
-    from trtcap_guards.targets import CapabilityDecision
+    from trtcap_guards import CapabilityDecision
 
     from .partitions import PartitionCounts
 

@@ -11,20 +11,20 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from trtcap_guards import rules
-from trtcap_guards.environment import format_capability
+from trtcap_guards import markers as rule_markers
+from trtcap_guards.tooling import format_capability
 
 from .options import MARKER_NAMES, NO_ISOLATION
 
 if TYPE_CHECKING:
-    from trtcap_guards.rules import Rule
+    from trtcap_guards import Rule
 
 SKIP_PREFIX = "trtcap: "
 
 
 def capability_markers() -> Dict[str, Tuple[Rule, ...]]:
     """Marker name -> rules, in table order (``trt_fp32_gemm``, ``trt_cdist_matmul``, ...)."""
-    return rules.markers()
+    return rule_markers()
 
 
 def marker_lines() -> List[str]:

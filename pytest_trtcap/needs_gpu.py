@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterable, Iterator, List, Optional, Set, Tuple
 
 import pytest
 
-from trtcap_guards import targets
+from trtcap_guards.tooling import format_capability, host_capabilities
 
 from .escaping import one_line
 
@@ -294,7 +294,7 @@ def signature_names() -> List[str]:
 
 
 def _host_has_device(probe: bool = True) -> Optional[bool]:
-    caps = targets.host_capabilities(probe=probe)
+    caps = host_capabilities(probe=probe)
     return None if caps is None else bool(caps)
 
 
@@ -373,7 +373,7 @@ def header_text(mode: str, sourced: str) -> str:
         return f"{mode} ({sourced}; a failure for want of a CUDA device stays a failure)"
     device = _host_has_device(probe="torch" in sys.modules)
     if device:
-        caps = ", ".join(targets.format_capability(c) for c in targets.host_capabilities(probe=False) or ())
+        caps = ", ".join(format_capability(c) for c in host_capabilities(probe=False) or ())
         return f"skip ({sourced}) does nothing: a CUDA device exists ({caps})"
     if device is None:
         return (f"skip ({sourced}; where no CUDA device exists, a failure that needs one is skipped; "

@@ -16,7 +16,7 @@ from typing import Any, List, Literal, Optional, Tuple
 
 import pytest
 
-from trtcap_guards.environment import BACKENDS, ENV_BACKEND, ENV_TARGETS, MARKERS
+from trtcap_guards.tooling import BACKENDS, ENV_BACKEND, ENV_TARGETS, MARKERS
 
 NO_ISOLATION = "trtcap_no_isolation"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, Union
 
 import trtcap_guards as guards
-from trtcap_guards.capabilities import int_pair
+from trtcap_guards.tooling import int_pair
 
 from .escaping import one_line
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generator, List, Optional, Sequence
 
 import pytest
 
-from trtcap_guards import first_use, import_hook
+from trtcap_guards.tooling import armed_hooks, changed, install_import_hook, on_first_change, rearm, remove_import_hook
 
 from . import fixtures, hooks, options
 
@@ -66,12 +66,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """Arm the import hook before conftests load: they may ``import torch_tensorrt`` at module level."""
-    outer = import_hook.armed_hooks()  # an enclosing session's (``pytest.main`` in a test): armed again at the end
+    outer = armed_hooks()  # an enclosing session's (``pytest.main`` in a test): armed again at the end
     mode, target = _early(early_config, "gpu_less_import"), _early(early_config, "target_sm")
     _arm_import_hook(early_config, mode == "auto", target[0] if target else None)
     # a run that never configures (a conftest that fails to import, --version) never unconfigures: disarm here too
     # (and arm again what an enclosing session had armed).
-    early_config.add_cleanup(lambda: import_hook.rearm(outer))
+    early_config.add_cleanup(lambda: rearm(outer))
 
 
 def _early(config: pytest.Config, dest: str) -> Any:
@@ -109,9 +109,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if "torch_tensorrt" in sys.modules:
         state = state or _state(config)
         if state.settings.target_sm.value:  # imported by a conftest before the hook could name the targets
-            from trtcap_guards import gpuless
+            from trtcap_guards.tooling import follow_targets
 
-            gpuless.follow_targets(state.settings.target_sm.value[0])
+            follow_targets(state.settings.target_sm.value[0])
         state.torch_tensorrt_imported()
     else:  # armed again: the settings are resolved now, and a plugin named in a conftest was not armed early
         target = state.settings.target_sm.value if state is not None else None
@@ -120,7 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if state is not None or _in_use(config):
         _activate(config)
     else:
-        config.add_cleanup(first_use.on_first_change(lambda: _STATE in config.stash and _activate(config)))
+        config.add_cleanup(on_first_change(lambda: _STATE in config.stash and _activate(config)))
 
 
 def _state(config: pytest.Config, resolved: Any = None, target_hook_plugins: tuple = ()) -> TrtcapState:
@@ -150,14 +150,14 @@ def _arm_import_hook(config: pytest.Config, answer: bool, capability: Any) -> No
             _activate(config)
             state.get_isolation().adopt_new()  # the baseline starts here, even inside a test body
 
-    import_hook.install_import_hook(answer=answer, after=[after_import], capability=capability)
+    install_import_hook(answer=answer, after=[after_import], capability=capability)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The session ends: nothing of it acts later (a ``trylast`` hook may still import torch_tensorrt or first
     change the guards' state), so the import hook is disarmed, armed at configure or early, and the state is
     forgotten (every hook of ours acts only while it is stashed) before it closes."""
-    import_hook.remove_import_hook()
+    remove_import_hook()
     state = config.stash.get(_STATE, None)
     if _STATE in config.stash:
         del config.stash[_STATE]
@@ -183,11 +183,12 @@ def _guards_changed() -> bool:
     """Whether the guards' state differs from the one they start in (a conftest declared targets, say). Loaded is
     not enough: the report header and the fixtures read the guards without changing them; and until something
     changed it, the modules that hold that state stay unloaded."""
-    if not first_use.changed():
+    if not changed():
         return False
-    from trtcap_guards import state
+    from trtcap_guards import state_snapshot
+    from trtcap_guards.tooling import initial_state
 
-    return state.state_snapshot(fired=False) != state.initial_state()
+    return state_snapshot(fired=False) != initial_state()
 
 
 def _carries_marker(nodes: Any) -> bool:

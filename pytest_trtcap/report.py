@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Protocol,
 import pytest
 
 import trtcap_guards as guards
-from trtcap_guards.live_registry import loaded_converter_registry
+from trtcap_guards.tooling import loaded_converter_registry
 
 if TYPE_CHECKING:
     from .session_state import Setting, TrtcapState
@@ -131,7 +131,7 @@ def review_line() -> Optional[str]:
     """The registry review's line once the suite has imported the converter registry (never imports it)."""
     if loaded_converter_registry() is None:  # the guards' registry and review modules stay unloaded
         return None
-    from trtcap_guards.review import describe_unreviewed
+    from trtcap_guards.tooling import describe_unreviewed
 
     return describe_unreviewed()
 
@@ -202,12 +202,14 @@ def _gpu_less_text(setting: Setting) -> str:
 
 def _verbose_lines(state: TrtcapState) -> List[str]:
     """The ``-v`` lines, each setting with its source."""
+    from trtcap_guards.tooling import builder_targets_status
+
     s = state.settings
     lines = [_version_line()]
     neutral = ", ".join(guards.neutralized())
     lines.append(f"trtcap: neutralized: {neutral} ({_sourced(s.neutralize)})" if neutral
                  else "trtcap: neutralized: none")
-    builder = guards.builder.builder_targets_status() if s.guards.value else f"off (guards off, {_sourced(s.guards)})"
+    builder = builder_targets_status() if s.guards.value else f"off (guards off, {_sourced(s.guards)})"
     lines.append(f"trtcap: builder targets: {builder}")
     strict = "strict" if s.strict.value else "warn"
     lines.append(f"trtcap: gpu-less import: {_gpu_less_text(s.gpu_less_import)}; isolation: {strict} "
@@ -218,13 +220,13 @@ def _verbose_lines(state: TrtcapState) -> List[str]:
     return lines
 
 
-def _guard_lines(session: Findings, registry: Any) -> List[str]:
+def _guard_lines(session: Findings) -> List[str]:
     """The review, the neutralized guards and what the guards kept off TensorRT."""
     lines: List[str] = []
     review = review_line()
     if review:
         lines.append(review)
-    neutral = registry.neutralized() if registry is not None else ()
+    neutral = guards.neutralized()
     if neutral:
         lines.append(f"neutralized guards: {', '.join(neutral)}")
     fired = session.fired_counts()
@@ -243,9 +245,8 @@ def _restored(leaks: Dict[str, str]) -> str:
     return "not restored" if failed == len(leaks) else f"restored except {failed}"
 
 
-def summary_lines(session: Findings, registry: Any) -> List[str]:
-    """The ``trtcap`` summary section's lines (none: no section); ``registry`` is the guards' registry module
-    where something loaded it."""
+def summary_lines(session: Findings) -> List[str]:
+    """The ``trtcap`` summary section's lines (none: no section)."""
     lines: List[str] = []
     if session.skips:
         by_marker = Counter(session.skips.values())
@@ -258,7 +259,7 @@ def summary_lines(session: Findings, registry: Any) -> List[str]:
     if session.leaks:
         lines.append(f"leaks: {len(session.leaks)} test(s) left global state changed ({_restored(session.leaks)})")
         lines.extend(f"  {nodeid} -> {what}" for nodeid, what in session.leaks.items())
-    lines.extend(_guard_lines(session, registry))
+    lines.extend(_guard_lines(session))
     state = session.state
     if state.audit is not None:
         lines.extend(state.audit.summary_lines())

@@ -30,18 +30,6 @@ _LEAK_PROPERTY = "trtcap_leak"
 _FIXTURE_LEAK_PROPERTY = "trtcap_fixture_leak"
 _SKIP_PROPERTY = "trtcap_skip"
 
-def loaded_registry() -> Any:
-    """The guards' registry module where something loaded it; a session that never did has nothing to report
-    from it, and loading it only to say so would cost every unrelated pytest run."""
-
-    return sys.modules.get("trtcap_guards.registry")
-
-
-def _fired() -> Dict[Any, int]:
-    registry = loaded_registry()
-    return registry.fired() if registry is not None else {}
-
-
 _ISOLATED = pytest.StashKey[bool]()
 
 
@@ -86,7 +74,7 @@ class SessionPlugin:
         self.hold_at_call: Optional[pytest.Item] = None  # woken in this test's setup: held when its body starts
         self.current: Optional[pytest.Item] = None  # the test being set up, run or torn down
         self.fixture_leaks: List[Any] = []  # (subject, changes) found in fixture teardowns, reported in teardown
-        self.fired_before = _fired()  # guards fired in this process before the session
+        self.fired_before = guards.fired()  # guards fired in this process before the session
         self.late_target_hook: Optional[str] = None  # a targets hook found while collecting: the usage error
         self.properties = OwnProperties()  # what this plugin attached to the reports
         self.unreported: List[str] = []  # project entries' errors no test could be failed with: for the summary
@@ -302,7 +290,7 @@ class SessionPlugin:
             failures = self.unreported + self._entry_failures()  # no test to report them on (or one that failed)
             if not failures and not self._may_have_news():  # a refused setting ran nothing: nothing to claim
                 return
-            lines = failures + summary_lines(self, loaded_registry())
+            lines = failures + summary_lines(self)
             if lines:
                 terminalreporter.write_sep("-", "trtcap")
                 for line in lines:
@@ -313,12 +301,12 @@ class SessionPlugin:
         never load torch_tensorrt or the guards, and they need not compute the summary to find that out."""
         state = self.state
         return bool(self.skips or self.needs_gpu or self.leaks or state.audit is not None or state.worker_status
-                    or "torch_tensorrt" in sys.modules or loaded_registry() is not None
+                    or "torch_tensorrt" in sys.modules or guards.neutralized() or self.fired_counts()
                     or guards.gpu_less_import_status().applied)
 
     def fired_counts(self) -> Counter:
         """What the guards kept off TensorRT during this session: here, or summed over xdist workers."""
-        counts: Counter = Counter(_fired())
+        counts: Counter = Counter(guards.fired())
         counts.subtract(self.fired_before)
         for worker in self.state.worker_status:
             for rule, target, n in worker.get("fired", ()):

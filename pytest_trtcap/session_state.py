@@ -136,7 +136,5 @@ class TrtcapState:
     def close(self) -> None:
         """At unconfigure: uninstall the guards if this session installed them, and undo what it declared."""
         if self.guards_installed_by_us:
-            from trtcap_guards import registry
-
-            registry.uninstall()
+            guards.uninstall()
         self.exit.close()

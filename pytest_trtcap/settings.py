@@ -70,12 +70,28 @@ PARSERS: Dict[str, Callable[[Any, str, Spec], Any]] = {
 }
 
 
+#: (setting, source, text) -> the value read from it, per session.
+_READ = pytest.StashKey[Dict[Tuple[str, str, str], Any]]()
+
+
+def _read(config: pytest.Config, spec: Spec, raw: Any, source: str) -> Any:
+    """``raw`` read once per session where it enters: a setting resolved before conftests load (the import hook
+    answers with the targets) and again at configure reads the same text once. ValueError on bad input."""
+    if not isinstance(raw, str):  # a list (an append option, an ini line list): read where given
+        return PARSERS[spec.parse](raw, source, spec)
+    read = config.stash.setdefault(_READ, {})
+    key = (spec.dest, source, raw)
+    if key not in read:
+        read[key] = PARSERS[spec.parse](raw, source, spec)
+    return read[key]
+
+
 def _resolve(config: pytest.Config, spec: Spec, hook_value: Callable[[], Any], early: bool = False) -> Setting:
     for raw, source in given(config, spec, early):
         if spec.kind == "flag" and raw is True:
             return Setting(True, source)
         try:
-            return Setting(PARSERS[spec.parse](raw, source, spec), source)
+            return Setting(_read(config, spec, raw, source), source)
         except ValueError as exc:
             message = str(exc)
             if not message.startswith(source):
@@ -92,7 +108,9 @@ def report_unsupported(config: pytest.Config, setting: Setting) -> None:
     warnings filters make it an error (``-W error``, ``filterwarnings = error``), a usage error naming the source."""
     if not setting.value:
         return
-    message = guards.capabilities.unsupported_message(setting.value, setting.source)
+    from trtcap_guards.tooling import unsupported_message
+
+    message = unsupported_message(setting.value, setting.source)
     if message is None:
         return
     try:
@@ -113,8 +131,10 @@ def _target_hook(config: pytest.Config) -> Optional[Setting]:
     if found is None:
         return None
     source = "hook pytest_trtcap_target_capabilities"
+    from trtcap_guards.tooling import coerce_targets
+
     try:
-        return Setting(guards.capabilities.coerce_targets(found.value, source, warn=False), source)
+        return Setting(coerce_targets(found.value, source, warn=False), source)
     except Exception as exc:  # ValueError, or a value that fails while iterated or shown: name it all the same
         detail = (str(exc) if isinstance(exc, ValueError)
                   else f"{source}: cannot read {shown(found.value)} ({shown(exc)})")
@@ -171,13 +191,12 @@ def declare(state: TrtcapState) -> None:
 
 def registered_targets() -> Optional[Dict[str, str]]:
     """Lower-cased name -> name of every converter target; None while the registry is not imported."""
-    from trtcap_guards.live_registry import loaded_converter_registry
+    from trtcap_guards.tooling import loaded_converter_registry
 
     registry = loaded_converter_registry()
     if registry is None:
         return None
-    from trtcap_guards.registry import registry_dicts
-    from trtcap_guards.rules import target_name_of
+    from trtcap_guards.tooling import registry_dicts, target_name_of
 
     names = {target_name_of(t) for table in registry_dicts(registry) for t in table}
     return {name.lower(): name for name in names}

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import trtcap_guards as guards
-from trtcap_guards.rules import RULES
+from trtcap_guards import RULES
 
 from .escaping import one_line
 

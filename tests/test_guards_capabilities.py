@@ -16,7 +16,7 @@ from trtcap_guards.capabilities import coerce_targets, format_targets, parse_bac
 @pytest.fixture
 def fresh_warnings(monkeypatch):
     """The predicate reports a ``TRTCAP_TARGET_SM`` value nobody parsed before: give each test a fresh memory."""
-    monkeypatch.setattr(importlib.import_module("trtcap_guards.capabilities"), "_env_seen", set())
+    monkeypatch.setattr(importlib.import_module("trtcap_guards.process_state").STATE, "env_targets", {})
 
 
 @pytest.fixture
@@ -211,6 +211,15 @@ def test_env_unsupported_target_under_an_error_filter_still_decides(monkeypatch,
         warnings.simplefilter("error")
         assert guards.capability_decision(probe_host=False).targets == ((9, 0), (7, 5))
         assert guards.gemm_capability_validator(None) in (True, False)
+
+
+def test_a_TRTCAP_TARGET_SM_value_is_read_once_however_often_the_predicate_asks(monkeypatch, nothing_declared,
+                                                                               fresh_warnings):
+    monkeypatch.setenv("TRTCAP_TARGET_SM", "7.5,8.9")
+    first = guards.capability_decision(probe_host=False).targets
+    guards.declare_backend("rtx", origin="a change").undo()  # the predicate's cache is keyed on every change
+    again = guards.capability_decision(probe_host=False)
+    assert again.targets == ((7, 5), (8, 9)) and again.targets is first
 
 
 class _Unprintable:

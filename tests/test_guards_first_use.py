@@ -1,5 +1,5 @@
-"""``trtcap_guards.first_use``: a listener is called once, before the guards' state first changes, by every function
-that changes it, and never by one that only reads it."""
+"""``trtcap_guards.process_state``: a listener is called once, before the guards' state first changes, by every
+function that changes it, and never by one that only reads it."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from typing import Any, Callable, Iterator, List
 import pytest
 
 import trtcap_guards as guards
-from trtcap_guards import first_use
+from trtcap_guards import process_state
 
 
 @pytest.fixture
 def calls() -> Iterator[List[Any]]:
     """The state each call of a listener saw (so a test can tell it ran before the change)."""
     seen: List[Any] = []
-    cancel = first_use.on_first_change(lambda: seen.append(guards.state_snapshot(fired=False)))
+    cancel = process_state.on_first_change(lambda: seen.append(guards.state_snapshot(fired=False)))
     yield seen
     cancel()
 
@@ -54,7 +54,7 @@ def test_reading_never_calls_it(calls: List[Any]) -> None:
 
 def test_a_cancelled_listener_is_not_called() -> None:
     seen: List[str] = []
-    cancel = first_use.on_first_change(lambda: seen.append("called"))
+    cancel = process_state.on_first_change(lambda: seen.append("called"))
     cancel()
     cancel()  # twice is harmless
     guards.declare_targets("8.9", origin="first-use test").undo()
@@ -69,13 +69,13 @@ def test_restoring_a_snapshot_is_a_change_too(calls: List[Any]) -> None:
 
 CHANGED_PROBE = """
 import trtcap_guards as guards
-from trtcap_guards import first_use
-print(first_use.changed())
+from trtcap_guards import process_state
+print(process_state.changed())
 guards.capability_decision(probe_host=False)
 guards.state_snapshot()
-print(first_use.changed())
+print(process_state.changed())
 guards.declare_targets("8.9", origin="probe").undo()
-print(first_use.changed())
+print(process_state.changed())
 """
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+from pathlib import Path
 
 import pytest
+from state_scan import scan
 
 import trtcap_guards as guards
 
@@ -130,3 +133,56 @@ def test_restoring_a_snapshot_puts_back_the_live_undo_handles_too():
         assert guards.state_snapshot() == before
     finally:
         guards.restore_state(before)
+
+
+# --- where that state lives: one object, one owner ----------------------------------------------------------------
+
+GUARDS_DIR = Path(__file__).resolve().parent.parent / "guards"
+
+#: Module-level containers a guard function may fill that are no state: memos of look-ups whose answer never
+#: changes in a process (a dtype, a node check's function) or that are keyed on everything they read (a decision).
+MEMOS = {("trtcap_guards.targets", "_cache"), ("trtcap_guards.node_checks", "_dtypes"),
+         ("trtcap_guards.rules", "_checks")}
+
+
+def test_no_guard_module_rebinds_a_module_global() -> None:
+    found = [f"{path.name}:{node.lineno} global {', '.join(node.names)}" for path in sorted(GUARDS_DIR.glob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(node, ast.Global)]
+    assert found == []
+
+
+def test_the_guards_keep_their_process_state_in_no_module_level_container_but_memos() -> None:
+    """Declarations, neutralizations, fired counts, the values read from the environment: all in the one object
+    ``trtcap_guards.process_state.STATE``, never in a module's own dict, set or counter."""
+    found = {(m.module, m.name) for m in scan(str(GUARDS_DIR), "trtcap_guards")}
+    assert found - MEMOS == set()
+    assert found, "the scan found nothing at all: it would pass whatever the guards did"
+    assert _objects_whose_attributes_functions_set() == ["process_state.STATE"]
+
+
+def _objects_whose_attributes_functions_set() -> list:
+    """Module-level names bound to an object made at import (``X = Something()``) whose attributes a function of
+    that module sets: state kept in an object of its own (the scan above sees containers only)."""
+    out = []
+    for path in sorted(GUARDS_DIR.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        made = {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign)) and
+                isinstance(node.value, ast.Call)
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)}
+        set_in_functions = {t.value.id for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef)
+                            for node in ast.walk(fn) if isinstance(node, (ast.Assign, ast.AugAssign))
+                            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)}
+        out += [f"{path.stem}.{name}" for name in sorted(made & set_in_functions)]
+    return out
+
+
+def test_the_process_state_is_one_object_of_the_process_state_module() -> None:
+    from trtcap_guards import process_state
+
+    state = process_state.STATE
+    assert type(state).__module__ == "trtcap_guards.process_state"
+    before = (state.targets, state.targets_origin)
+    with guards.declare_targets("8.9", origin="one owner"):
+        assert (state.targets, state.targets_origin) == (((8, 9),), "one owner")
+    assert (state.targets, state.targets_origin) == before

@@ -60,6 +60,16 @@ def test_pairs_and_non_strings_are_held_to_the_text_forms(spec, named):
     assert "55" not in message.replace(named, "")  # not "invalid compute capability 55" (a byte of b"7.5")
 
 
+@pytest.mark.parametrize("read", [lambda: guards.parse_targets("7.5,8.9", "--trt-target-sm", warn=False),
+                                  lambda: targets_mod.coerce_targets([(7, 5), "8.9"], "a hook", warn=False)],
+                         ids=["parse_targets", "coerce_targets"])
+def test_targets_already_read_are_declared_as_they_are_not_read_again(read):
+    """A value is read once where it enters (an option, a hook's answer): declaring it takes it as it is."""
+    caps = read()
+    with guards.declare_targets(caps, origin="read once", warn=False):
+        assert guards.capability_decision(probe_host=False).targets is caps
+
+
 # --- TRTCAP_TARGET_SM read at call time ------------------------------------------------------------------
 
 

@@ -1,5 +1,7 @@
 """No import cycles inside a package, counting every import statement: those inside functions (and under
-``TYPE_CHECKING``) too, since a function-level import only hides a cycle until the function first runs.
+``TYPE_CHECKING``) too, since a function-level import only hides a cycle until the function first runs. No module
+uses another's private names. And the plugin uses only the guard library's declared API: ``trtcap_guards.__all__``
+and its one internal module for tools, ``trtcap_guards.tooling``.
 
 Each package folder is read as source (``ast``), never imported: the graph is what the code says, whatever is
 loaded already. Only imports between the package's own modules are edges; a cycle is a strongly connected set of
@@ -9,10 +11,14 @@ modules, printed with the lines that close it.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Dict, List, NamedTuple
 
 import pytest
+
+import trtcap_guards
+from trtcap_guards import tooling
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -132,3 +138,128 @@ def test_a_package_has_no_import_cycle_counting_imports_inside_functions(folder)
     assert len(graph) > 1, folder  # the walk found the package's modules: an empty graph would pass vacuously
     found = cycles(graph)
     assert not found, "\n".join(_describe(graph, group, path, package) for group in found)
+
+
+# --- no module reaches into another's private names ---------------------------------------------------------------
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_reaches(folder: Path, package: str) -> List[str]:
+    """``from .other import _name`` and ``other._name`` (``other`` bound to a module of the package), with where."""
+    names = _module_names(folder, package)
+    found = []
+    for module, path in names.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        where = path.relative_to(folder.parent)
+        modules = set()  # local names bound to a module of the package
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = _base(module, path.name == "__init__.py", node)
+                for alias in node.names:
+                    if f"{base}.{alias.name}" in names:
+                        modules.add(alias.asname or alias.name)
+                    elif base in names and base != module and _is_private(alias.name):
+                        found.append(f"{where}:{node.lineno} imports {alias.name} from {base}")
+            elif isinstance(node, ast.Import):
+                modules.update(alias.asname for alias in node.names if alias.asname and alias.name in names)
+        found += [f"{where}:{node.lineno} uses {node.value.id}.{node.attr}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and node.value.id in modules and _is_private(node.attr)]
+    return found
+
+
+def test_the_private_name_reader_sees_imports_and_attribute_reads(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("_hidden = 1\nshown = 2\n")
+    (package / "b.py").write_text("from .a import _hidden, shown\nfrom . import a\n\ndef f():\n    return a._hidden\n")
+    assert private_reaches(package, "pkg") == [f"{Path('pkg', 'b.py')}:1 imports _hidden from pkg.a",
+                                                f"{Path('pkg', 'b.py')}:5 uses a._hidden"]
+
+
+@pytest.mark.parametrize("folder", sorted(PACKAGES))
+def test_no_module_uses_another_module_s_private_names(folder):
+    """The guards' process state has one owner (``trtcap_guards.process_state``): the snapshot reads it there, not
+    in the private names of the modules that change it."""
+    assert private_reaches(ROOT / folder, PACKAGES[folder]) == []
+
+
+
+# --- the plugin uses the guard library's declared API only --------------------------------------------------------
+
+GUARDS = "trtcap_guards"
+TOOLING = "trtcap_guards.tooling"
+_MODULE_TEXT = re.compile(r"trtcap_guards\.\w+(\.\w+)*")
+
+
+def _imports(tree: ast.Module, allowed: Dict[str, set], where: Path, found: List[str]) -> Dict[str, str]:
+    """The local names bound to the package or the tooling module; imports of anything else go to ``found``."""
+    aliases: Dict[str, str] = {}  # local name -> GUARDS or TOOLING
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == GUARDS or (alias.name == TOOLING and not alias.asname):
+                    aliases[alias.asname or GUARDS] = GUARDS  # ``import trtcap_guards.tooling`` binds the package
+                elif alias.name == TOOLING:
+                    aliases[alias.asname] = TOOLING
+                elif alias.name.startswith(GUARDS + "."):
+                    found.append(f"{where}:{node.lineno} import {alias.name}")
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith(GUARDS):
+            names = allowed.get(node.module or "", set())
+            found += [f"{where}:{node.lineno} from {node.module} import {a.name}" for a in node.names
+                      if a.name not in names]
+            if node.module == GUARDS:
+                aliases.update({a.asname or a.name: TOOLING for a in node.names if a.name == "tooling"})
+    return aliases
+
+
+def undeclared_guard_uses(folder: Path, public: List[str], internal: List[str]) -> List[str]:
+    """Every use of a guard name outside ``public`` (the package's) and ``internal`` (the tooling module's), in any
+    import (inside functions too), attribute of an alias of either module, or string naming a guard module."""
+    allowed = {GUARDS: set(public) | {"tooling"}, TOOLING: set(internal)}
+    found: List[str] = []
+    for path in sorted(folder.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        where = path.relative_to(folder.parent)
+        aliases = _imports(tree, allowed, where, found)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                    and node.attr not in allowed[aliases[node.value.id]]:
+                found.append(f"{where}:{node.lineno} {node.value.id}.{node.attr}")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value != TOOLING \
+                    and _MODULE_TEXT.fullmatch(node.value):
+                found.append(f"{where}:{node.lineno} {node.value!r}")
+    return found
+
+
+def test_the_guard_name_reader_sees_every_way_to_reach_a_name(tmp_path):
+    package = tmp_path / "plugin"
+    package.mkdir()
+    (package / "a.py").write_text(
+        "import trtcap_guards as g\n"
+        "from trtcap_guards import shown, hidden, tooling\n"
+        "from trtcap_guards.tooling import inner, secret\n"
+        "import trtcap_guards.rules\n"
+        "\n"
+        "def late():\n"
+        "    from trtcap_guards.targets import x\n"
+        "    return g.shown, g.hidden, g.tooling.inner, tooling.inner, tooling.secret, 'trtcap_guards.state'\n"
+    )
+    found = undeclared_guard_uses(package, ["shown"], ["inner"])
+    where = Path("plugin", "a.py")
+    assert sorted(found) == sorted([
+        f"{where}:2 from trtcap_guards import hidden", f"{where}:3 from trtcap_guards.tooling import secret",
+        f"{where}:4 import trtcap_guards.rules", f"{where}:7 from trtcap_guards.targets import x",
+        f"{where}:8 g.hidden", f"{where}:8 tooling.secret", f"{where}:8 'trtcap_guards.state'",
+    ])
+
+
+def test_the_plugin_uses_only_the_guards_public_names_and_their_tooling_module():
+    """``trtcap_guards.__all__`` is what users may use; ``trtcap_guards.tooling`` holds what the plugin needs
+    besides. A submodule reached directly is an API nobody declared (and a rename there breaks the plugin)."""
+    found = undeclared_guard_uses(ROOT / "pytest_trtcap", trtcap_guards.__all__, tooling.__all__)
+    assert found == []

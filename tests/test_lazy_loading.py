@@ -26,6 +26,23 @@ def test_importing_the_plugin_loads_neither_rules_table_checks_predicate_nor_reg
         assert heavy not in loaded, loaded
 
 
+def test_a_session_that_never_uses_the_plugin_loads_of_the_guards_only_the_names_state_and_import_hook(
+        pytester: pytest.Pytester) -> None:
+    """The guards' state object is made in every run (the plugin listens for its first change), but what only a
+    change needs (the undo handles' module, the snapshot, the GPU-less record) loads at that change. Quiet: the
+    header line of a default run reads the capability decision."""
+    pytester.makepyfile(test_dormant="""
+import sys
+
+def test_lists_what_is_loaded():
+    print("LOADED", sorted(m for m in sys.modules if m.startswith("trtcap_guards")))
+""")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-s", "-q")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["LOADED ['trtcap_guards', 'trtcap_guards.environment', 'trtcap_guards.import_hook', "
+                                 "'trtcap_guards.process_state', 'trtcap_guards.tooling']"])
+
+
 def test_the_modules_every_pytest_run_loads_have_no_assert_for_pytest_to_rewrite() -> None:
     """They opt out of pytest's assertion rewriting (``PYTEST_DONT_REWRITE``), which every run whose bytecode is
     not cached would otherwise pay for; an assert added to one would then fail without pytest's explanation."""
@@ -51,7 +68,7 @@ for name in [m for m in sys.modules if m.startswith("trtcap_guards.")]:
 from trtcap_guards import state, targets
 assert targets is sys.modules["trtcap_guards.targets"], "from trtcap_guards import targets: a dropped copy"
 assert g.targets is targets and g.state is state, "the package's attribute: a dropped copy"
-assert state.targets is targets, "the state module's own 'from . import targets': a dropped copy"
+assert state.STATE is sys.modules["trtcap_guards.process_state"].STATE, "the state module's STATE: a dropped copy"
 g.declare_targets("8.9")
 assert state.state_snapshot().targets == ((8, 9),), "the state read from a module nobody declares into"
 """

@@ -7,8 +7,11 @@ process as it found it (declared targets and backend, neutralized guards, the im
 
 from __future__ import annotations
 
+from typing import Any, Iterator, List
+
 import pytest
 
+import trtcap_guards as guards
 from pytest_trtcap import settings as trtcap_settings
 
 USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
@@ -27,6 +30,39 @@ pytestmark = pytest.mark.usefixtures("process_state_unchanged")
 
 
 # --- sources and precedence ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def targets_read() -> Iterator[List[str]]:
+    """The source named by each reading of a targets text through the guards' public ``parse_targets``."""
+    read: List[str] = []
+    real = guards.parse_targets
+
+    def counting(text: str, name: str = guards.ENV_TARGETS, **kwargs: Any) -> Any:
+        read.append(name)
+        return real(text, name, **kwargs)
+
+    guards.parse_targets = counting  # kept on the package until deleted (the package's names are not)
+    try:
+        yield read
+    finally:
+        del guards.parse_targets
+
+
+@pytest.mark.parametrize("given", ["--trt-target-sm", "TRTCAP_TARGET_SM", "ini trt_target_sm"])
+def test_a_targets_value_is_read_once_per_session_where_it_enters(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, targets_read: List[str], given: str
+) -> None:
+    """Read before conftests load (the import hook answers with it) and again at configure: one reading."""
+    pytester.makepyfile(GEMM_TEST)
+    args = ["--trt-target-sm", "7.5"] if given == "--trt-target-sm" else []
+    if given == "TRTCAP_TARGET_SM":
+        monkeypatch.setenv("TRTCAP_TARGET_SM", "7.5")
+    if given.startswith("ini"):
+        pytester.makeini("[pytest]\ntrt_target_sm = 7.5\n")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(skipped=1)
+    assert targets_read == [given]
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from trtcap_guards.live_registry import REGISTRY_MODULE, loaded_converter_registry
+from trtcap_guards.tooling import REGISTRY_MODULE, loaded_converter_registry
 
 #: A leak line lists this many targets of one registry; more are counted (``-v`` lists all).
 FEW = 3
@@ -22,7 +22,7 @@ _ADDRESS = re.compile(r" (object )?at 0x[0-9a-fA-F]+")
 def name_of(target: Any) -> str:
     """``aten.mm.default``; a Python function by ``module.name`` (``operator.add``, ``torch.sym_min``), never by a
     ``repr`` holding a memory address that changes from run to run."""
-    from trtcap_guards.rules import target_name_of
+    from trtcap_guards.tooling import target_name_of
 
     text = target_name_of(target)
     qualname = getattr(target, "__qualname__", None)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import sys
 from typing import Any, Callable, List, Tuple
 
-from trtcap_guards.builder import INTERPRETER_MODULE, POPULATE, is_builder_wrapper
+from trtcap_guards import restore_state, state_snapshot
+from trtcap_guards.tooling import INTERPRETER_MODULE, POPULATE, describe_changes, is_builder_wrapper
 
 from . import held_registry as reg
 from .frames import StateSpec
@@ -24,7 +24,6 @@ ATOMIC_MODULE = "torch_tensorrt.dynamo.partitioning._atomic_subgraphs"
 PASSES_MODULE = "torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass"
 DECOMPOSITIONS_MODULE = "torch_tensorrt.dynamo.lowering._decomposition_groups"
 FOLD_EXCLUSIONS_MODULE = "torch_tensorrt.dynamo.lowering.constant_fold_exclusions._core"
-GUARDS_MODULE = "trtcap_guards.state"
 
 
 def _loaded(module: str) -> Callable[[], bool]:
@@ -203,14 +202,11 @@ def _revert_table(live: dict, before: dict, after: dict) -> Tuple[dict, dict]:
 # --- the guards' own state --------------------------------------------------------------------------------------
 
 
-def _guards_state() -> Any:
-    """The guard library's state API, imported at the first hold: declarations can be made in any test, so the
-    baseline must exist before the first one runs (importing it at plugin load would cost every pytest run)."""
-    return importlib.import_module(GUARDS_MODULE)
-
-
 def _guards_snapshot() -> Any:
-    return _guards_state().state_snapshot(fired=False)  # fired counts grow by design
+    """The guard library's public snapshot, imported with this module at the first hold: declarations can be made
+    in any test, so the baseline must exist before the first one runs (importing it at plugin load would cost every
+    pytest run)."""
+    return state_snapshot(fired=False)  # fired counts grow by design
 
 
 def _guards_changed(snap: Any) -> bool:
@@ -228,11 +224,11 @@ def _fields(snap: Any) -> tuple:
 
 
 def _guards_restore(snap: Any) -> None:
-    _guards_state().restore_state(snap)
+    restore_state(snap)
 
 
 def _guards_describe(snap: Any) -> List[str]:
-    return _guards_state().describe_changes(snap, _guards_snapshot()) or ["guards: state changed"]
+    return describe_changes(snap, _guards_snapshot()) or ["guards: state changed"]
 
 
 # --- the guards' builder wrapper on TRTInterpreter --------------------------------------------------------------
