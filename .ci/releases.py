@@ -55,10 +55,13 @@ NOTES = [
     "  (2 TensorRT, 1 PyTorch) blocks at 7.5, not (1, 1): `expected_partition_counts(..., releases=...)` states it.",
     "- The registry review is of 2.14 (`trtcap_guards/review_2_14.py`); each older release's converter registry is",
     "  covered by it (`unreviewed_targets()` is empty).",
-    "- On 2.11 a model built on the CPU lowers attention to `aten._scaled_dot_product_flash_attention_for_cpu`,",
-    "  which has no converter there: it runs in PyTorch on every arm, so the attention example's partition counts",
-    "  differ at 8.9 (an arm-specific failure of the main job, not a guard hole). Later releases keep",
-    "  `scaled_dot_product_attention` one node. On a GPU host, build models on the device.",
+    "- On 2.11 a model exported on the CPU lowers attention to `aten._scaled_dot_product_flash_attention_for_cpu`,",
+    "  which 2.11 has no converter for: it runs in PyTorch at every dtype and on every arm (nothing reaches",
+    "  TensorRT), and the attention example states it (`releases={\"<2.12\": ...}`). Exported on a CUDA device,",
+    "  2.11's attention is a fused kernel (cuDNN, efficient or flash), which it converts and the guards cover.",
+    "  Later releases keep `scaled_dot_product_attention` one node. On a GPU host, build models on the device.",
+    "- Isolation holds what each release has: the inventory lists the releases of each piece of state",
+    "  ([plugin.md](plugin.md#isolation)); 2.11 to 2.13 have no constant-fold exclusion rules to hold.",
 ]
 TEST_TOOLS = ["pytest>=8.0", "pytest-xdist>=3.5", "hypothesis>=6.100", "rich>=13"]
 #: The guard library's tests, and the inventory's drift test (isolation holds every registry the release mutates).

@@ -104,10 +104,18 @@ def test_casting_to_fp16_before_the_gemm_is_accepted_at_turing(targets):
 # --- attention, cdist, convolution, BF16 ------------------------------------------------------------
 
 
-def test_attention_validator_on_real_nodes(targets):
-    sdpa = "aten.scaled_dot_product_attention.default"
-    fp32 = the_node(tm.attention_graph(torch.float32), sdpa)
-    fp16 = the_node(tm.attention_graph(torch.float16), sdpa)
+def attention_node(kernel, dtype):
+    """The attention node of ``kernel``: a fused one as lowered; ``sdpa`` as ``torch.export`` writes it, which
+    every release converts once its decompositions leave the node alone (2.11's do not: see below)."""
+    if kernel == "sdpa":
+        args = tm.inputs_for([(1, 2, 4, 8)] * 3, dtype)
+        return the_node(torch.export.export(tm.Attention(), args).graph_module, tm.SDPA)
+    return the_node(tm.fused_attention_graph(kernel, dtype), tm.FUSED_ATTENTION[kernel])
+
+
+@pytest.mark.parametrize("kernel", ["sdpa", *sorted(tm.FUSED_ATTENTION)])
+def test_attention_validator_on_real_nodes(kernel, targets):
+    fp32, fp16 = attention_node(kernel, torch.float32), attention_node(kernel, torch.float16)
     targets("7.5")
     assert V["attention_capability_validator"](fp32) is False
     assert guards.rejecting_rule(fp32) is RULE["fp32_attention"]
@@ -548,7 +556,6 @@ def test_validators_on_symbolic_nodes_match_static_ones(node_pool, data):
 
 LINEAR = "aten.linear.default"
 RELU = "aten.relu.default"
-SDPA = "aten.scaled_dot_product_attention.default"
 CDIST = "aten._cdist_forward.default"
 MATMUL = "aten.matmul.default"
 CONV = "aten.convolution.default"
@@ -656,20 +663,77 @@ def test_bf16_mlp_rejected_at_turing_accepted_at_ada(targets, guarded):
 
 
 
-def test_fp32_attention_at_turing_is_not_in_a_trt_block(targets, guarded):
+# A model exported on the CPU: 2.12 and later keep one ``scaled_dot_product_attention`` node, which the guards keep
+# off TensorRT in FP32 at 7.5. 2.11 lets PyTorch decompose it into the CPU's own kernel
+# (``_scaled_dot_product_flash_attention_for_cpu``), which 2.11 has no converter for: it runs in PyTorch whatever
+# the dtype or target. Exported on a CUDA device, 2.11's attention is a fused kernel, which 2.11 converts: the
+# fused-kernel tests below hold on every release.
+
+
+@pytest.fixture
+def attention():
+    """What the installed release's lowering makes of attention exported on the CPU (the premise test checks it)."""
+    return tm.attention_lowering()
+
+
+def on_trt_if_converted(attention):
+    """Where an unguarded attention node lands: TensorRT where the release converts it, else PyTorch."""
+    if attention.converted:
+        return {"acc": [attention.node], "gpu": [], "inline": []}
+    return {"acc": [], "gpu": [attention.node], "inline": []}
+
+
+def test_releases_from_2_12_keep_cpu_exported_attention_one_node_and_2_11_lowers_it_to_a_cpu_kernel(attention):
+    registry = tm.torch_tensorrt().dynamo.conversion._ConverterRegistry.DYNAMO_ATEN_CONVERTERS
+    assert [str(n.target) for n in tm.call_function_nodes(_attention(torch.float32))
+            if "getitem" not in str(n.target)] == [attention.node]
+    assert any(str(target) == attention.node for target in registry) is attention.converted
+    major, minor = (int(part) for part in tm.release().split(".")[:2])
+    assert tm.keeps_attention_one_node() is ((major, minor) >= (2, 12))
+
+
+def test_fp32_attention_at_turing_is_not_in_a_trt_block(attention, targets, guarded):
     targets("7.5")
     pm = tm.partition(_attention(torch.float32))
     where = tm.placement(pm)
-    assert SDPA not in where["acc"]
-    assert where["gpu"] == [SDPA]
+    assert where == {"acc": [], "gpu": [attention.node], "inline": []}
     q, k, v = tm.inputs_for([(1, 2, 4, 8)] * 3)
     torch.testing.assert_close(pm(q, k, v), torch.nn.functional.scaled_dot_product_attention(q, k, v))
 
 
-def test_fp16_attention_at_turing_stays_on_trt(targets, guarded):
+def test_fp16_attention_at_turing_stays_on_trt_where_the_release_converts_it(attention, targets, guarded):
     targets("7.5")
     where = tm.placement(tm.partition(_attention(torch.float16)))
-    assert where == {"acc": [SDPA], "gpu": [], "inline": []}
+    assert where == on_trt_if_converted(attention)
+
+
+@pytest.mark.parametrize("kernel", sorted(tm.FUSED_ATTENTION))
+@pytest.mark.parametrize("dtype, settings", [(torch.float32, {}), (torch.float64, {"truncate_double": True})],
+                         ids=["fp32", "fp64"])
+def test_fused_attention_kernel_in_fp32_at_turing_runs_in_pytorch(kernel, dtype, settings, targets, guarded):
+    """What attention exported on a CUDA device lowers to on 2.11 (FP64 runs as FP32 on TensorRT)."""
+    target = tm.FUSED_ATTENTION[kernel]
+    targets("7.5")
+    before = fired("fp32_attention", target)
+    pm = tm.partition(tm.fused_attention_graph(kernel, dtype), tm.compilation_settings(**settings))
+    assert tm.placement(pm) == {"acc": [], "gpu": [target], "inline": []}
+    assert fired("fp32_attention", target) > before  # the partitioner may ask more than once per node
+
+
+@pytest.mark.parametrize("kernel", sorted(tm.FUSED_ATTENTION))
+@pytest.mark.parametrize("use_fp32_acc", [False, True])
+def test_fused_attention_kernel_in_fp16_at_turing_stays_on_trt(kernel, use_fp32_acc, targets, guarded):
+    """The attention converters do not read use_fp32_acc: FP16 attention stays FP16 on TensorRT."""
+    targets("7.5")
+    pm = tm.partition(tm.fused_attention_graph(kernel, torch.float16), fp32_acc_settings(use_fp32_acc))
+    assert tm.placement(pm) == {"acc": [tm.FUSED_ATTENTION[kernel]], "gpu": [], "inline": []}
+
+
+@pytest.mark.parametrize("kernel", sorted(tm.FUSED_ATTENTION))
+def test_fused_attention_kernel_in_fp32_at_ada_stays_on_trt(kernel, targets, guarded):
+    targets("8.9")
+    pm = tm.partition(tm.fused_attention_graph(kernel, torch.float32))
+    assert tm.placement(pm) == {"acc": [tm.FUSED_ATTENTION[kernel]], "gpu": [], "inline": []}
 
 
 # --- the GEMM family, one op per model ---------------------------------------------------------
@@ -967,11 +1031,12 @@ def test_fp16_mlp_with_fp32_acc_at_turing_moves_both_linears_to_pytorch(targets,
     assert tm.placement(pm) == {"acc": [RELU], "gpu": [LINEAR, LINEAR], "inline": []}
 
 
-def test_fp16_attention_with_fp32_acc_at_turing_stays_on_trt(targets, guarded):
+def test_fp16_attention_with_fp32_acc_at_turing_stays_on_trt_where_the_release_converts_it(attention, targets,
+                                                                                          guarded):
     """The attention converters do not read use_fp32_acc: FP16 attention stays FP16 on TensorRT."""
     targets("7.5")
     pm = tm.partition(_attention(torch.float16), fp32_acc_settings())
-    assert tm.placement(pm) == {"acc": [SDPA], "gpu": [], "inline": []}
+    assert tm.placement(pm) == on_trt_if_converted(attention)
 
 
 def test_gemm_validator_reads_use_fp32_acc_from_the_settings_it_is_given(targets):
@@ -1027,7 +1092,7 @@ def test_gemm_run_as_fp32_at_ada_stays_on_trt(op, case, targets, guarded):
     assert tm.placement(pm) == {"acc": [LOWERED_TARGET[op]], "gpu": [], "inline": []}
 
 
-def test_fp64_mlp_and_attention_at_turing_run_in_pytorch(targets, guarded):
+def test_fp64_mlp_and_attention_at_turing_run_in_pytorch(attention, targets, guarded):
     targets("7.5")
     assert tm.placement(tm.partition(lowered_mlp(torch.float64), truncating()))["gpu"] == [LINEAR, LINEAR]
-    assert tm.placement(tm.partition(_attention(torch.float64), truncating()))["gpu"] == [SDPA]
+    assert tm.placement(tm.partition(_attention(torch.float64), truncating()))["gpu"] == [attention.node]

@@ -94,12 +94,52 @@ def _resolve(module: Any, dotted: str) -> Any:
     return module
 
 
+def _release(version: str) -> str:
+    """``2.11`` of ``2.11.0+cu130``: the release an inventory entry lists."""
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def _lacks(entry: inventory.StateEntry) -> bool:
+    """Whether the installed package has no such module or attribute (a missing dependency is not that)."""
+    try:
+        _resolve(importlib.import_module(entry.module), entry.name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (entry.module == exc.name or entry.module.startswith(exc.name + ".")):
+            raise
+        return True
+    except AttributeError:
+        return True
+    return False
+
+
 @pytest.mark.parametrize("entry", [e for e in inventory.INVENTORY if e.module.startswith("torch_tensorrt")],
                          ids=lambda e: e.name)
 def test_every_entry_names_real_state_of_the_installed_release(tt: Any, entry: inventory.StateEntry) -> None:
-    module = importlib.import_module(entry.module)
-    _resolve(module, entry.name)  # AttributeError names what the release no longer has
-    assert tt.__version__.startswith(inventory.SUPPORTED_RELEASES)
+    """Each entry names state every release it lists has, and that the releases it leaves out lack: a release
+    missing what the inventory says it has (a registry renamed or moved) fails, naming it, and so does a release
+    holding what the inventory says it lacks."""
+    release = _release(tt.__version__)
+    assert release in inventory.SUPPORTED_RELEASES, f"torch_tensorrt {tt.__version__} is not a supported release"
+    if release in entry.releases:
+        _resolve(importlib.import_module(entry.module), entry.name)  # the error names what the release lacks
+    else:
+        assert _lacks(entry), f"torch_tensorrt {release} has {entry.module}.{entry.name}: list it in its releases"
+
+
+def test_the_inventory_speaks_of_exactly_the_releases_the_rtx_extra_allows() -> None:
+    import tomllib  # Python 3.11+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (spec,) = [Requirement(r).specifier for r in project["optional-dependencies"]["rtx"]
+               if r.startswith("torch-tensorrt-rtx")]
+    allowed = tuple(f"2.{minor}" for minor in range(100) if spec.contains(f"2.{minor}.0"))
+    assert allowed == inventory.SUPPORTED_RELEASES
+
+
+def test_every_entry_lists_some_supported_releases_and_no_other() -> None:
+    for entry in inventory.INVENTORY:
+        assert entry.releases and set(entry.releases) <= set(inventory.SUPPORTED_RELEASES), entry
 
 
 def test_the_plugin_docs_list_exactly_the_inventory() -> None:

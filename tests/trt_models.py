@@ -61,6 +61,21 @@ class Attention(nn.Module):
         return F.scaled_dot_product_attention(q, k, v)
 
 
+class FusedAttention(nn.Module):
+    """One fused attention kernel, called directly: what ``scaled_dot_product_attention`` of a model on a CUDA device
+    becomes where the release lets PyTorch decompose it (2.11). Exported only: the CPU has no kernel for it."""
+
+    def __init__(self, kernel: str) -> None:
+        super().__init__()
+        self.kernel = kernel
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        if self.kernel == "flash":
+            return torch.ops.aten._scaled_dot_product_flash_attention(q, k, v)[0]
+        op = getattr(torch.ops.aten, f"_scaled_dot_product_{self.kernel}_attention")
+        return op(q, k, v, None, False)[0]
+
+
 class Cdist(nn.Module):
     """``torch.cdist`` through its public front end (which picks the branch while tracing)."""
 
@@ -122,9 +137,10 @@ class Mixed(nn.Module):
         mv = torch.mv(h, v)  # mv
         bmm = torch.bmm(h.unsqueeze(0), y.unsqueeze(0))  # bmm
         att = F.scaled_dot_product_attention(h[None, None], h[None, None], h[None, None])
+        fused = FusedAttention("efficient")(h[None, None], h[None, None], h[None, None])
         cd = torch.ops.aten._cdist_forward(h, h, 2.0, None)
         c3 = self.conv(h[None, None, :, :, None])
-        return mm, mv, bmm, att, cd, c3, torch.dot(v, v), torch.addmm(self.bias, h, y)
+        return mm, mv, bmm, att, fused, cd, c3, torch.dot(v, v), torch.addmm(self.bias, h, y)
 
 
 # --- single-op cases ---------------------------------------------------------------------------
@@ -249,6 +265,12 @@ def attention_graph(dtype: torch.dtype = torch.float32) -> torch.fx.GraphModule:
     return lowered(("sdpa", dtype), lambda: (Attention(), inputs_for([(1, 2, 4, 8)] * 3, dtype)))
 
 
+def fused_attention_graph(kernel: str, dtype: torch.dtype = torch.float32) -> torch.fx.GraphModule:
+    """:class:`FusedAttention` of one of :data:`FUSED_ATTENTION`, exported and lowered in ``dtype``."""
+    return lowered(("fused_attention", kernel, dtype),
+                   lambda: (FusedAttention(kernel), inputs_for([(1, 2, 4, 8)] * 3, dtype)))
+
+
 def cdist_forward_graph(mode: Optional[int], rows: int, dtype: torch.dtype = torch.float32) -> torch.fx.GraphModule:
     return lowered(
         ("cdist_forward", mode, rows, dtype), lambda: (CdistForward(mode), inputs_for([(rows, 4), (6, 4)], dtype))
@@ -324,6 +346,41 @@ def pad_conv_lowering() -> PadConvLowering:
     if fuses_pad_into_convolution():
         return PadConvLowering(ASYM, [ASYM, RELU])
     return PadConvLowering(CONV, [PAD, CONV, RELU])
+
+
+SDPA = "aten.scaled_dot_product_attention.default"
+SDPA_CPU = "aten._scaled_dot_product_flash_attention_for_cpu.default"  # PyTorch's CPU kernel: no converter
+#: The fused attention kernels a model on a CUDA device lowers to, by :class:`FusedAttention`'s name for them.
+FUSED_ATTENTION = {
+    "cudnn": "aten._scaled_dot_product_cudnn_attention.default",
+    "efficient": "aten._scaled_dot_product_efficient_attention.default",
+    "flash": "aten._scaled_dot_product_flash_attention.default",
+}
+
+
+def keeps_attention_one_node() -> bool:
+    """Whether the release's decompositions leave ``scaled_dot_product_attention`` to its converter (2.12 and later
+    leave out PyTorch's decomposition of it). 2.11 keeps PyTorch's, which picks the kernel of the device the model
+    is exported on: on the CPU ``_scaled_dot_product_flash_attention_for_cpu``, on a CUDA device a fused kernel."""
+    torch_tensorrt()
+    from torch_tensorrt.dynamo.lowering import get_decompositions
+
+    return torch.ops.aten.scaled_dot_product_attention.default not in get_decompositions(False)
+
+
+class AttentionLowering(NamedTuple):
+    """What the installed release's lowering makes of :class:`Attention` exported on the CPU: the attention node,
+    and whether the release has a converter for it."""
+
+    node: str
+    converted: bool
+
+
+def attention_lowering() -> AttentionLowering:
+    """2.12 and later keep one ``scaled_dot_product_attention`` node; 2.11 lowers it to PyTorch's CPU kernel."""
+    if keeps_attention_one_node():
+        return AttentionLowering(SDPA, True)
+    return AttentionLowering(SDPA_CPU, False)
 
 
 # --- reading a partitioned module --------------------------------------------------------------

@@ -10,17 +10,23 @@ from __future__ import annotations
 
 from typing import List, NamedTuple, Optional, Tuple
 
-SUPPORTED_RELEASES = ("2.14",)
+#: The torch-tensorrt-rtx releases (minors) the plugin supports: the ``rtx`` extra's range.
+SUPPORTED_RELEASES = ("2.11", "2.12", "2.13", "2.14")
 
 
 class StateEntry(NamedTuple):
-    """One piece of process-wide state: ``held_by`` is the isolation spec's label, or None with a reason."""
+    """One piece of process-wide state: ``held_by`` is the isolation spec's label, or None with a reason.
+
+    ``releases`` are the supported releases that have it: a spec holds what the running release has and is idle
+    where its module does not exist, and the drift test checks each release has what is listed and lacks the rest.
+    """
 
     module: str
     name: str
     held_by: Optional[str]
     changed_by: str  # the helpers that change it
     reason: str = ""  # why it is not held (empty when held)
+    releases: Tuple[str, ...] = SUPPORTED_RELEASES
 
 
 _CONV = "torch_tensorrt.dynamo.conversion._ConverterRegistry"
@@ -54,7 +60,8 @@ INVENTORY: Tuple[StateEntry, ...] = (
                "editing the dict (enabling or disabling a PyTorch decomposition)"),
     StateEntry("torch_tensorrt.dynamo.lowering.constant_fold_exclusions._core", "_CONSTANT_FOLD_EXCLUSION_RULES",
                "_CONSTANT_FOLD_EXCLUSION_RULES",
-               "`register_constant_fold_exclusion_rule`, `unregister_constant_fold_exclusion_rule`"),
+               "`register_constant_fold_exclusion_rule`, `unregister_constant_fold_exclusion_rule`",
+               releases=("2.14",)),
     StateEntry("trtcap_guards", "declarations, backend, builder switch, neutralizations, host probe memo", "guards",
                "`declare_targets`, `declare_backend`, `enable_builder_targets`, `neutralize`, setting "
                "`targets._host` (fired counts are not held: they grow by design)"),
@@ -67,7 +74,8 @@ INVENTORY: Tuple[StateEntry, ...] = (
     StateEntry("torch_tensorrt._TensorRTProxyModule", "package_name", None, "`alias_tensorrt` at import",
                "set once when Torch-TensorRT aliases the installed TensorRT; it names what is installed"),
     StateEntry("torch_tensorrt.distributed._nccl_utils", "_nccl_setup_checked", None,
-               "`setup_nccl_for_torch_tensorrt`", "a once-per-process memo of an idempotent NCCL set-up"),
+               "`setup_nccl_for_torch_tensorrt`", "a once-per-process memo of an idempotent NCCL set-up",
+               releases=("2.12", "2.13", "2.14")),
     StateEntry("torch_tensorrt.dynamo.debug._supports_debugger", "_DEBUG_ENABLED_CLS", None,
                "`cls_supports_debugger`", "filled by a decorator as classes are defined; read only inside "
                "the `Debugger` context manager"),
@@ -75,10 +83,10 @@ INVENTORY: Tuple[StateEntry, ...] = (
                "`fn_supports_debugger`", "filled by a decorator as functions are defined; read only inside "
                "the `Debugger` context manager"),
     StateEntry("torch_tensorrt.executorch._export_utils", "_WARNED_MISSING", None, "`_warn_missing_accessor`",
-               "a warn-once memo; it changes no result"),
+               "a warn-once memo; it changes no result", releases=("2.14",)),
     StateEntry("torch_tensorrt.kernels._register", "_LIVE_LIBS", None, "`_register_pytorch_op`",
                "keeps `torch.library` handles of registered kernels alive; an op registered with PyTorch's "
-               "dispatcher is not undone by restoring a list"),
+               "dispatcher is not undone by restoring a list", releases=("2.13", "2.14")),
     # Registries of other libraries that Torch-TensorRT's public helpers write to:
     StateEntry("torch._decomp", "global_decomposition_table", None,
                "`register_torch_trt_decomposition(op)` without `registry=`",
@@ -98,10 +106,19 @@ def covers(module: str, name: str) -> bool:
     return any(e.module == module and e.name.split(".")[0] == name for e in INVENTORY)
 
 
+def _only(entry: StateEntry) -> str:
+    """``, 2.13 and 2.14 only`` for state some supported releases lack; empty for state they all have."""
+    if entry.releases == SUPPORTED_RELEASES:
+        return ""
+    *rest, last = entry.releases
+    return f", {', '.join(rest)} and {last} only" if rest else f", {last} only"
+
+
 def readme_lines() -> List[str]:
     """The list (docs/plugin.md) of held and not-held state (between the ``isolation-inventory`` markers)."""
     lines = [f"Held (Torch-TensorRT {', '.join(SUPPORTED_RELEASES)}):", ""]
-    lines += [f"- `{e.name}` (`{e.module}`): {e.changed_by}" for e in INVENTORY if e.held_by is not None]
+    lines += [f"- `{e.name}` (`{e.module}`{_only(e)}): {e.changed_by}" for e in INVENTORY if e.held_by is not None]
     lines += ["", "Not held, and why:", ""]
-    lines += [f"- `{e.name}` (`{e.module}`, {e.changed_by}): {e.reason}" for e in INVENTORY if e.held_by is None]
+    lines += [f"- `{e.name}` (`{e.module}`, {e.changed_by}{_only(e)}): {e.reason}"
+              for e in INVENTORY if e.held_by is None]
     return lines

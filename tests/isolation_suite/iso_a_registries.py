@@ -12,13 +12,17 @@ from torch_tensorrt.dynamo.conversion._ConverterRegistry import (
 )
 from torch_tensorrt.dynamo.lowering import _decomposition_groups as groups
 from torch_tensorrt.dynamo.lowering._decompositions import register_torch_trt_decomposition
-from torch_tensorrt.dynamo.lowering.constant_fold_exclusions import _core as fold_exclusions
 from torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass import (
     ATEN_POST_LOWERING_PASSES,
     ATEN_PRE_LOWERING_PASSES,
     _aten_lowering_pass,
 )
 from torch_tensorrt.dynamo.partitioning._atomic_subgraphs import ATOMIC_SUBGRAPHS, register_atomic_subgraph
+
+try:  # 2.14's; 2.11 to 2.13 have no constant-fold exclusion rules
+    from torch_tensorrt.dynamo.lowering.constant_fold_exclusions import _core as fold_exclusions
+except ModuleNotFoundError:
+    fold_exclusions = None
 
 import user_state
 
@@ -117,7 +121,7 @@ def test_leaks_user_state():
 
 
 def test_registers_a_lowering_pass():
-    _aten_lowering_pass(index=12)(my_pass)
+    _aten_lowering_pass(index=1)(my_pass)
 
 
 def test_adds_a_pre_lowering_pass():
@@ -133,6 +137,8 @@ def test_disables_a_torch_decomposition():
 
 
 def test_registers_a_constant_fold_exclusion_rule():
+    if fold_exclusions is None:
+        pytest.skip("this release has no constant-fold exclusion rules")
     fold_exclusions.register_constant_fold_exclusion_rule("my_rule")(lambda gm: [])
 
 
@@ -162,5 +168,6 @@ def test_everything_is_as_before():
     assert ATEN_PRE_LOWERING_PASSES.passes == BASE_PRE and ATEN_POST_LOWERING_PASSES.passes == BASE_POST
     assert groups.TORCH_TRT_DECOMPOSITIONS == BASE_TRT_DECOMPOSITIONS
     assert groups.ENABLED_TORCH_DECOMPOSITIONS == BASE_ENABLED
-    fold_exclusions.register_constant_fold_exclusion_rule("my_rule")(lambda gm: [])  # raises if still there
-    fold_exclusions.unregister_constant_fold_exclusion_rule("my_rule")
+    if fold_exclusions is not None:
+        fold_exclusions.register_constant_fold_exclusion_rule("my_rule")(lambda gm: [])  # raises if still there
+        fold_exclusions.unregister_constant_fold_exclusion_rule("my_rule")
