@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     results = [run_release(r) for r in ns.releases]
     for r in results:
         (WORK / r.release / "result.json").write_text(json.dumps(dataclasses.asdict(r)))
-    write_table(_last_results(), "python .ci/releases.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    write_table(_last_results(), " ".join(["python .ci/releases.py", *(sys.argv[1:] if argv is None else argv)]))
     print(DOC.read_text())
     return 0 if all(r.main_job.startswith("COMPLETE") for r in results) else 1
 
