@@ -130,3 +130,34 @@ def test_restoring_a_snapshot_puts_back_the_live_undo_handles_too():
         assert guards.state_snapshot() == before
     finally:
         guards.restore_state(before)
+
+
+def test_a_snapshot_without_fired_counts_follows_every_kind_of_change_and_undo() -> None:
+    """The pytest plugin takes one around every test and fixture: each declaration, switch, neutralization, the host
+    seam (``targets._host``) and each undo must show in the next one, and only the state as it was equals it again."""
+    from trtcap_guards import targets
+
+    before = guards.state_snapshot(fired=False)
+    host = targets._host
+    steps = [
+        lambda: guards.declare_targets("8.9", origin="a test"),
+        lambda: guards.declare_targets("8.9", origin="another test"),
+        lambda: guards.declare_backend("standard", origin="a test"),
+        lambda: guards.enable_builder_targets(False, origin="a test"),
+        lambda: guards.neutralize("aten.mm.default").__enter__(),
+        lambda: guards.neutralize("aten.mm.default").__enter__(),
+        lambda: setattr(targets, "_host", ((7, 5),)),
+    ]
+    taken = [before]
+    try:
+        for step in steps:
+            step()
+            taken.append(guards.state_snapshot(fired=False))
+            assert taken[-1] != taken[-2], step
+        targets._host = host
+        assert guards.state_snapshot(fired=False) == taken[-2]
+        guards.restore_state(taken[3])
+        assert guards.state_snapshot(fired=False) == taken[3] != taken[-2]
+    finally:
+        guards.restore_state(before)
+    assert guards.state_snapshot(fired=False) == before
