@@ -41,16 +41,30 @@ def initial_state() -> GuardsState:
     return GuardsState(None, "", None, "", builder.DEFAULT_SWITCH, (), None, None, ((), (), ()))
 
 
+_plain: List[Any] = [None, None]  # the last snapshot taken without fired counts, and what it was taken from
+
+
 def state_snapshot(*, fired: bool = True) -> GuardsState:
-    """The guards' state now. ``fired=False`` leaves the fired counts out (they grow by design as guards work)."""
+    """The guards' state now. ``fired=False`` leaves the fired counts out (they grow by design as guards work); such a
+    snapshot is handed back again while nothing it was taken from was replaced: the pytest plugin takes one around
+    every test and fixture, and a test that changed nothing must cost next to nothing."""
     d = targets._declared
-    return GuardsState(  # an origin means nothing without a value: a cleared declaration equals any other
+    taken_from = None if fired else (
+        d.targets, d.targets_origin, d.backend, d.backend_origin, builder._switch, targets._host, targets._probed,
+        tuple(registry._neutralized.items()),
+        targets._live_targets.handles, targets._live_backend.handles, builder._live_switches.handles)
+    if taken_from is not None and _plain[1] == taken_from:
+        return _plain[0]
+    snapshot = GuardsState(  # an origin means nothing without a value: a cleared declaration equals any other
         d.targets, d.targets_origin if d.targets is not None else "",
         d.backend, d.backend_origin if d.backend is not None else "", builder._switch,
         tuple(sorted(registry._neutralized.items())),
         tuple(sorted(registry._fired.items())) if fired else None, targets.host_override(),
         (targets._live_targets.handles, targets._live_backend.handles, builder._live_switches.handles),
     )
+    if taken_from is not None:
+        _plain[:] = snapshot, taken_from
+    return snapshot
 
 
 def _live_handles() -> Tuple[LiveHandles, ...]:

@@ -147,13 +147,13 @@ def table_spec(module_name: str, table: str, noun: str) -> StateSpec:
     def module() -> Any:
         return sys.modules[module_name]
 
-    def snapshot() -> Tuple[dict, dict]:
+    def snapshot() -> Tuple[dict, dict, list]:
         d = getattr(module(), table)
-        return (d, dict(d))
+        return (d, dict(d), [None])  # the last: where it was last found unchanged (``same_dict``)
 
-    def changed(snap: Tuple[dict, dict]) -> bool:
+    def changed(snap: Tuple[dict, dict, list]) -> bool:
         d = getattr(module(), table)
-        return d is not snap[0] or d != snap[1]
+        return d is not snap[0] or not reg.same_dict(d, snap[1], snap[2])
 
     def restore(snap: Tuple[dict, dict]) -> None:
         snap[0].clear()
@@ -206,7 +206,7 @@ def _revert_table(live: dict, before: dict, after: dict) -> Tuple[dict, dict]:
 def _guards_state() -> Any:
     """The guard library's state API, imported at the first hold: declarations can be made in any test, so the
     baseline must exist before the first one runs (importing it at plugin load would cost every pytest run)."""
-    return importlib.import_module(GUARDS_MODULE)
+    return sys.modules.get(GUARDS_MODULE) or importlib.import_module(GUARDS_MODULE)  # asked at every check
 
 
 def _guards_snapshot() -> Any:
@@ -218,6 +218,8 @@ def _guards_changed(snap: Any) -> bool:
     and the reloaded module's snapshot class never equals the baseline's, however equal the state. (Checked for
     every test: the common case stays one comparison.)"""
     now = _guards_snapshot()
+    if now is snap:  # ``state_snapshot`` hands the same one back while nothing changed
+        return False
     if type(now) is type(snap):
         return now != snap
     return _fields(now) != _fields(snap)
