@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import operator
 import sys
 from typing import Any, Callable, List, Tuple
 
@@ -28,7 +29,7 @@ GUARDS_MODULE = "trtcap_guards.state"
 
 
 def _loaded(module: str) -> Callable[[], bool]:
-    return lambda: module in sys.modules
+    return functools.partial(operator.contains, sys.modules, module)  # asked at every check: no Python frame
 
 
 # --- ATOMIC_SUBGRAPHS ------------------------------------------------------------------------------------
