@@ -44,15 +44,28 @@ def initial_state() -> GuardsState:
     return GuardsState(None, "", None, "", DEFAULT_SWITCH, (), None, None, ((), (), ()))
 
 
+_plain: List[Any] = [None, None]  # the last snapshot taken without fired counts, and what it was taken from
+
+
 def state_snapshot(*, fired: bool = True) -> GuardsState:
-    """The guards' state now. ``fired=False`` leaves the fired counts out (they grow by design as guards work)."""
+    """The guards' state now. ``fired=False`` leaves the fired counts out (they grow by design as guards work); such a
+    snapshot is handed back again while nothing it was taken from was replaced: the pytest plugin takes one around
+    every test and fixture, and a test that changed nothing must cost next to nothing."""
     s = STATE
-    return GuardsState(  # an origin means nothing without a value: a cleared declaration equals any other
+    taken_from = None if fired else (
+        s.targets, s.targets_origin, s.backend, s.backend_origin, s.builder_switch, s.host, s.probed,
+        tuple(s.neutralized.items()), tuple(live.handles for live in _live_handles()))
+    if taken_from is not None and _plain[1] == taken_from:
+        return _plain[0]
+    snapshot = GuardsState(  # an origin means nothing without a value: a cleared declaration equals any other
         s.targets, s.targets_origin if s.targets is not None else "",
         s.backend, s.backend_origin if s.backend is not None else "", builder_targets_enabled(),
         tuple(sorted(s.neutralized.items())), tuple(sorted(s.fired.items())) if fired else None, host_override(),
         tuple(live.handles for live in _live_handles()),
     )
+    if taken_from is not None:
+        _plain[:] = snapshot, taken_from
+    return snapshot
 
 
 def _live_handles() -> Tuple[LiveHandles, ...]:

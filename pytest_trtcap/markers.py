@@ -65,10 +65,16 @@ def argument_problem(item: Any, mark: Any) -> Optional[str]:
     return f"{item.nodeid}: @pytest.mark.{mark.name} takes no arguments, got ({given})"
 
 
-def bad_marker_usage(item: Any) -> List[str]:
-    """Problems with our markers on ``item`` (they take no arguments); its node chain is read once."""
+def our_marks(item: Any) -> List[Any]:
+    """Our markers on ``item`` and its parents, closest first: its node chain read once (pytest's
+    ``get_closest_marker`` reads it again for each name, and a test is asked for each of ours)."""
     ours = frozenset(MARKER_NAMES)
-    found = (argument_problem(item, mark) for mark in item.iter_markers() if mark.name in ours)
+    return [mark for mark in item.iter_markers() if mark.name in ours]
+
+
+def bad_marker_usage(item: Any, marks: Optional[List[Any]] = None) -> List[str]:
+    """Problems with our markers on ``item`` (they take no arguments); ``marks``: ``our_marks(item)`` if read."""
+    found = (argument_problem(item, mark) for mark in (our_marks(item) if marks is None else marks))
     return [problem for problem in found if problem is not None]
 
 

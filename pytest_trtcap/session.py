@@ -31,6 +31,15 @@ _FIXTURE_LEAK_PROPERTY = "trtcap_fixture_leak"
 _SKIP_PROPERTY = "trtcap_skip"
 
 _ISOLATED = pytest.StashKey[bool]()
+_OUR_MARKS = pytest.StashKey[List[Any]]()
+
+
+def _our_marks(item: pytest.Item) -> List[Any]:
+    """The plugin's markers on ``item`` (``markers.our_marks``), read once per test."""
+    marks = item.stash.get(_OUR_MARKS, None)
+    if marks is None:
+        marks = item.stash[_OUR_MARKS] = markers.our_marks(item)
+    return marks
 
 
 def _isolated(item: pytest.Item) -> bool:
@@ -38,7 +47,7 @@ def _isolated(item: pytest.Item) -> bool:
     marker is looked up once per test."""
     isolated = item.stash.get(_ISOLATED, None)
     if isolated is None:
-        isolated = item.stash[_ISOLATED] = item.get_closest_marker(markers.NO_ISOLATION) is None
+        isolated = item.stash[_ISOLATED] = all(mark.name != markers.NO_ISOLATION for mark in _our_marks(item))
     return isolated
 
 
@@ -113,11 +122,13 @@ class SessionPlugin:
         if _isolated(item):
             item.stash[_HELD] = True
             self.held = item
-        problems = markers.bad_marker_usage(item)  # added after collection (a collected one failed it)
+        marks = _our_marks(item)
+        problems = markers.bad_marker_usage(item, marks)  # added after collection (a collected one failed it)
         if problems:
             pytest.fail("trtcap: " + "\n".join(problems), pytrace=False)
-        for name in markers.capability_markers():
-            if item.get_closest_marker(name) is not None:
+        named = {mark.name for mark in marks}
+        for name in markers.capability_markers() if named else ():
+            if name in named:
                 reason = markers.skip_reason(name, guards.capability_decision())
                 if reason is not None:
                     self.properties.append(item, _SKIP_PROPERTY, name)

@@ -142,7 +142,7 @@ GUARDS_DIR = Path(__file__).resolve().parent.parent / "guards"
 #: Module-level containers a guard function may fill that are no state: memos of look-ups whose answer never
 #: changes in a process (a dtype, a node check's function) or that are keyed on everything they read (a decision).
 MEMOS = {("trtcap_guards.targets", "_cache"), ("trtcap_guards.node_checks", "_dtypes"),
-         ("trtcap_guards.rules", "_checks")}
+         ("trtcap_guards.rules", "_checks"), ("trtcap_guards.state", "_plain")}
 
 
 def test_no_guard_module_rebinds_a_module_global() -> None:
@@ -186,3 +186,34 @@ def test_the_process_state_is_one_object_of_the_process_state_module() -> None:
     with guards.declare_targets("8.9", origin="one owner"):
         assert (state.targets, state.targets_origin) == (((8, 9),), "one owner")
     assert (state.targets, state.targets_origin) == before
+
+
+def test_a_snapshot_without_fired_counts_follows_every_kind_of_change_and_undo() -> None:
+    """The pytest plugin takes one around every test and fixture: each declaration, switch, neutralization, the host
+    seam (``targets._host``) and each undo must show in the next one, and only the state as it was equals it again."""
+    from trtcap_guards import targets
+
+    before = guards.state_snapshot(fired=False)
+    host = targets._host
+    steps = [
+        lambda: guards.declare_targets("8.9", origin="a test"),
+        lambda: guards.declare_targets("8.9", origin="another test"),
+        lambda: guards.declare_backend("standard", origin="a test"),
+        lambda: guards.enable_builder_targets(False, origin="a test"),
+        lambda: guards.neutralize("aten.mm.default").__enter__(),
+        lambda: guards.neutralize("aten.mm.default").__enter__(),
+        lambda: setattr(targets, "_host", ((7, 5),)),
+    ]
+    taken = [before]
+    try:
+        for step in steps:
+            step()
+            taken.append(guards.state_snapshot(fired=False))
+            assert taken[-1] != taken[-2], step
+        targets._host = host
+        assert guards.state_snapshot(fired=False) == taken[-2]
+        guards.restore_state(taken[3])
+        assert guards.state_snapshot(fired=False) == taken[3] != taken[-2]
+    finally:
+        guards.restore_state(before)
+    assert guards.state_snapshot(fired=False) == before

@@ -8,6 +8,7 @@ test below checks one behaviour of that run. Importing torch_tensorrt costs seco
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.machinery
 import os
 import re
@@ -16,7 +17,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import pytest
 
@@ -58,6 +59,11 @@ def run_suite(tmp: Path, *args: str) -> SuiteRun:
     """``python -m pytest`` over a copy of the suite in ``tmp``, in a clean environment with no CUDA device."""
     work = tmp / "suite"
     shutil.copytree(SUITE, work)
+    return run_in(work, *args)
+
+
+def run_in(work: Path, *args: str) -> SuiteRun:
+    """``python -m pytest`` in ``work``, in a clean environment with no CUDA device."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRTCAP_", "PYTEST_"))}
     env.update(CUDA_VISIBLE_DEVICES="", PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-rA",
@@ -624,3 +630,288 @@ def test_guards_changed_inside_a_test_come_back_with_their_builder_wrapper_on_on
         assert re.search(rf"Dynamo ATen Converters Registry: \d+ targets changed \(guard {what} x\d+\): "
                          r"\S+, \S+, \S+ and \d+ more \(-v lists all\)", line), line
         assert len(line) < 400, line
+
+
+# --- an entry replaced in place, every size kept, by fixtures of every scope ---------------------------------------
+# Isolation must see a change that keeps every length and every container's identity (``d[k] = other``,
+# ``lst[0] = other``, a settings field, a set member swapped), at the fixture that made it: a fixture that puts it
+# back is clean and its tests see its change; one that does not is named when it ends, and the next scope starts
+# from the state before it.
+
+IN_PLACE_CONFTEST = '''
+"""One edit per held object, each replacing one entry in place: every length and container kept. Each fixture makes
+a fresh value named after itself, so fixtures of one edit may overlap."""
+
+import itertools
+
+import pytest
+import torch
+
+import trtcap_guards as guards
+
+guards.import_torch_tensorrt()
+
+from torch_tensorrt.dynamo._settings import CompilationSettings
+from torch_tensorrt.dynamo.conversion._ConverterRegistry import (
+    DYNAMO_ATEN_CONVERTERS, DYNAMO_CONVERTERS, ConverterSupport)
+from torch_tensorrt.dynamo.lowering import _decomposition_groups as groups
+from torch_tensorrt.dynamo.lowering.constant_fold_exclusions import _core as fold
+from torch_tensorrt.dynamo.lowering.passes import _aten_lowering_pass as passes
+from torch_tensorrt.dynamo.partitioning import _atomic_subgraphs as atomic
+from trtcap_guards import state
+
+aten = torch.ops.aten
+DYNAMO_CONVERTERS.set_compilation_settings(CompilationSettings(torch_executed_ops={aten.sigmoid.default}))
+fold._CONSTANT_FOLD_EXCLUSION_RULES["proof_rule"] = lambda node: ()
+NUMBERS = itertools.count(1000)
+
+
+def function(name):
+    def fn(*args):
+        raise NotImplementedError
+
+    fn.__name__ = name
+    return fn
+
+
+class Replace:
+    """``container[key] = a fresh value``."""
+
+    def __init__(self, container, key, make):
+        self.container, self.key, self.make = container, key, make
+
+    def begin(self):
+        self.start = self.container()[self.key]
+
+    def apply(self, name):
+        old, new = self.container()[self.key], self.make(name)
+        self.container()[self.key] = new
+        return old, new
+
+    def undo(self, token):
+        self.container()[self.key] = token[0]
+
+    def live(self, token):
+        return self.container()[self.key] is token[1]
+
+    def as_started(self):
+        return self.container()[self.key] is self.start
+
+
+class Swap:
+    """One member of the disallowed targets swapped for another (never two at once)."""
+
+    def begin(self):
+        pass
+
+    def apply(self, name):
+        DYNAMO_CONVERTERS.disallowed_targets.discard(aten.sigmoid.default)
+        DYNAMO_CONVERTERS.disallowed_targets.add(aten.tanh.default)
+
+    def undo(self, token):
+        DYNAMO_CONVERTERS.disallowed_targets.discard(aten.tanh.default)
+        DYNAMO_CONVERTERS.disallowed_targets.add(aten.sigmoid.default)
+
+    def live(self, token):
+        return DYNAMO_CONVERTERS.disallowed_targets == {aten.tanh.default}
+
+    def as_started(self):
+        return DYNAMO_CONVERTERS.disallowed_targets == {aten.sigmoid.default}
+
+
+class Declare:
+    def begin(self):
+        self.start = state.state_snapshot(fired=False)
+
+    def apply(self, name):
+        return name, guards.declare_targets("8.9", origin=name)
+
+    def undo(self, token):
+        token[1].undo()
+
+    def live(self, token):
+        return guards.capability_decision(probe_host=False).origin == token[0]
+
+    def as_started(self):
+        return state.state_snapshot(fired=False) == self.start
+
+
+RELU = aten.relu.default
+EDITS = {
+    "converter_in_list": Replace(lambda: DYNAMO_ATEN_CONVERTERS[RELU], 0,
+                                 lambda name: ConverterSupport(function(name))),
+    "converter_list": Replace(lambda: DYNAMO_ATEN_CONVERTERS, RELU, lambda name: [ConverterSupport(function(name))]),
+    "registry_name": Replace(lambda: DYNAMO_CONVERTERS.registry_names, 0, str),
+    "atomic_subgraph": Replace(lambda: atomic.ATOMIC_SUBGRAPHS, 0,
+                               lambda name: (type(name, (torch.nn.Module,), {}), (), True)),
+    "pre_lowering_pass": Replace(lambda: passes.ATEN_PRE_LOWERING_PASSES.passes, 0, function),
+    "lowering_pass": Replace(lambda: passes.ATEN_POST_LOWERING_PASSES.passes, 0, function),
+    "decomposition": Replace(lambda: groups.TORCH_TRT_DECOMPOSITIONS, next(iter(groups.TORCH_TRT_DECOMPOSITIONS)),
+                             function),
+    "enabled_decomposition": Replace(lambda: groups.ENABLED_TORCH_DECOMPOSITIONS,
+                                     next(iter(groups.ENABLED_TORCH_DECOMPOSITIONS)), function),
+    "fold_rule": Replace(lambda: fold._CONSTANT_FOLD_EXCLUSION_RULES, "proof_rule", function),
+    "settings_field": Replace(lambda: vars(DYNAMO_CONVERTERS.compilation_settings), "workspace_size",
+                              lambda name: next(NUMBERS)),
+    "disallowed_target": Swap(),
+    "guards": Declare(),
+}
+
+
+MADE = {}  # fixture -> (edit, token)
+
+
+def leak(edit, name):
+    MADE[name] = edit, EDITS[edit].apply(name)
+    return MADE[name][1]
+
+
+def keep(edit, name):
+    token = leak(edit, name)
+    yield token
+    EDITS[edit].undo(token)
+
+
+def late(edit, name):
+    yield
+    leak(edit, name)
+
+
+def live(scope):
+    """The fixtures of ``scope`` whose edit is still there."""
+    return [name for name, (edit, token) in MADE.items() if name.endswith(scope) and EDITS[edit].live(token)]
+
+
+def changed():
+    return [name for name, edit in EDITS.items() if not edit.as_started()]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    """The state the first test starts from (the guards are installed by then)."""
+    for edit in EDITS.values():
+        edit.begin()
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(f"in-place edits at the end: {changed() or 'as they started'}")
+'''
+
+#: edit -> its leak line, as a pattern; ``{name}`` is the fixture that made it
+IN_PLACE_EDITS = {
+    "converter_in_list": "aten.relu.default: 1 converter replaced",
+    "converter_list": "aten.relu.default: 1 converter replaced",
+    "registry_name": "DYNAMO_CONVERTERS registry names or calling conventions changed",
+    "atomic_subgraph": "added ATOMIC_SUBGRAPHS entry ({name}, (), True); removed ATOMIC_SUBGRAPHS entry (*)",
+    "pre_lowering_pass": "added pre-lowering pass {name} at index 0; removed pre-lowering pass * from index 0",
+    "lowering_pass": "added lowering pass {name} at index 0; removed lowering pass * from index 0",
+    "decomposition": "aten.*: decomposition replaced",
+    "enabled_decomposition": "aten.*: enabled torch decomposition replaced",
+    "fold_rule": "proof_rule: constant-fold exclusion rule replaced",
+    "settings_field": "compilation_settings.workspace_size changed: 1*, was *",
+    "disallowed_target": "disallowed_targets: aten.sigmoid.default removed; "
+                         "disallowed_targets: aten.tanh.default added",
+    "guards": "guards: declared targets 8.9 (from {name}), were *",
+}
+ONE_AT_A_TIME = ("disallowed_target",)  # its fixtures must not overlap: function scope only
+WIDE_EDITS = [edit for edit in IN_PLACE_EDITS if edit not in ONE_AT_A_TIME]
+
+
+def _fixture(scope: str, kind: str, edit: str) -> str:
+    name = f"{kind}_{edit}_{scope}"
+    body = f"return leak({edit!r}, {name!r})" if kind == "leak" else f"yield from {kind}({edit!r}, {name!r})"
+    return f"@pytest.fixture(scope={scope!r})\ndef {name}():\n    {body}\n\n\n"
+
+
+def _in_place_files() -> Dict[str, str]:
+    head = "import pytest\nfrom conftest import EDITS, keep, late, leak, live\n\n\n"
+    last = "def test_zz_every_edit_of_this_scope_is_undone():\n    assert live({scope!r}) == []\n"
+    function = head + "".join(_fixture("function", kind, edit) for edit in IN_PLACE_EDITS
+                              for kind in ("keep", "leak", "late"))
+    for edit in IN_PLACE_EDITS:
+        function += (f"def test_keep_{edit}(keep_{edit}_function):\n"
+                     f"    assert EDITS[{edit!r}].live(keep_{edit}_function)\n\n\n"
+                     f"def test_leak_{edit}(leak_{edit}_function):\n"
+                     f"    assert EDITS[{edit!r}].live(leak_{edit}_function)\n\n\n"
+                     f"def test_late_{edit}(late_{edit}_function):\n    assert live('_function') == []\n\n\n"
+                     f"def test_body_{edit}():\n    leak({edit!r}, 'body_{edit}_function')\n\n\n")
+    function += "".join(f"@pytest.fixture\ndef plain_{i}():\n    return {i}\n\n\n" for i in range(3))
+    function += ("@pytest.fixture\ndef finalizer_function(request):\n"
+                 "    request.addfinalizer(lambda: leak('lowering_pass', 'finalizer_function'))\n\n\n"
+                 "def test_a_finalizer_edits(finalizer_function):\n    assert live('_function') == []\n\n\n"
+                 "def test_among_many_fixtures(plain_0, keep_fold_rule_function, request, plain_2, "
+                 "leak_atomic_subgraph_function, plain_1):\n"
+                 "    assert EDITS['fold_rule'].live(keep_fold_rule_function)\n"
+                 "    assert EDITS['atomic_subgraph'].live(leak_atomic_subgraph_function)\n\n\n")
+    classes = head + "".join(_fixture("class", kind, edit) for edit in WIDE_EDITS for kind in ("keep", "leak"))
+    for edit in WIDE_EDITS:
+        classes += (f"class TestKeep_{edit}:\n"
+                    f"    def test_sees_it(self, keep_{edit}_class):\n"
+                    f"        assert EDITS[{edit!r}].live(keep_{edit}_class)\n\n"
+                    f"    def test_still_sees_it(self, keep_{edit}_class):\n"
+                    f"        assert EDITS[{edit!r}].live(keep_{edit}_class)\n\n\n"
+                    f"class TestLeak_{edit}:\n"
+                    f"    def test_sees_it(self, leak_{edit}_class):\n"
+                    f"        assert EDITS[{edit!r}].live(leak_{edit}_class)\n\n\n")
+    wide = {"module": head, "session": head}
+    for scope in wide:
+        wide[scope] += "".join(_fixture(scope, kind, edit) for edit in WIDE_EDITS for kind in ("keep", "leak"))
+        for edit in WIDE_EDITS:
+            wide[scope] += "".join(f"def test_{kind}_{edit}({kind}_{edit}_{scope}):\n"
+                                   f"    assert EDITS[{edit!r}].live({kind}_{edit}_{scope})\n\n\n"
+                                   for kind in ("keep", "leak"))
+    return {"conftest.py": IN_PLACE_CONFTEST, "test_1_function.py": function + last.format(scope="_function"),
+            "test_2_class.py": classes + last.format(scope="_class"), "test_3_module.py": wide["module"],
+            "test_4_after_module.py": head + last.format(scope="_module"), "test_5_session.py": wide["session"]}
+
+
+def _in_place_leaks() -> Dict[str, Tuple[str, int]]:
+    """Who a leak line names (``fixture 'f', scope scope``, or a test) -> (the pattern of what, how many lines)."""
+    out = {"fixture 'finalizer_function', function scope":
+           (IN_PLACE_EDITS["lowering_pass"].format(name="finalizer_function"), 1)}
+    for edit, what in IN_PLACE_EDITS.items():
+        out[f"test_1_function.py::test_body_{edit}"] = (what.format(name=f"body_{edit}_function"), 1)
+        for name, scope in [(f"leak_{edit}_function", "function"), (f"late_{edit}_function", "function")] + [
+                (f"leak_{edit}_{scope}", scope) for scope in ("class", "module", "session") if edit in WIDE_EDITS]:
+            out[f"fixture {name!r}, {scope} scope"] = (what.format(name=name), 1)
+    atomic = "fixture 'leak_atomic_subgraph_function', function scope"
+    out[atomic] = (out[atomic][0], 2)  # two tests use it
+    return out
+
+
+def _check_in_place_leaks(run: SuiteRun) -> None:
+    found: Dict[str, List[str]] = {}
+    for who, what in run.leaks().items():
+        fixture = re.search(r"\((fixture '[^']+', \w+ scope)", who)
+        found.setdefault(fixture.group(1) if fixture else who, []).append(what)
+    expected = _in_place_leaks()
+    assert sorted(found) == sorted(expected), run.output[-6000:]
+    for who, whats in found.items():
+        pattern, count = expected[who]
+        assert len(whats) == count and all(fnmatch.fnmatchcase(what, pattern) for what in whats), (who, whats)
+
+
+def run_files(tmp: Path, files: Dict[str, str], *args: str) -> SuiteRun:
+    work = tmp / "suite"
+    work.mkdir()
+    for name, text in files.items():
+        (work / name).write_text(text, encoding="utf-8")
+    (work / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    return run_in(work, *args)
+
+
+def test_an_entry_replaced_in_place_is_named_as_the_leak_of_the_fixture_of_any_scope_that_left_it(
+        tmp_path: Path) -> None:
+    run = run_files(tmp_path, _in_place_files())
+    assert run.returncode == 0, run.output[-6000:]
+    assert not [line for line in run.lines if re.match(r"^(FAILED|ERROR) ", line)], run.output[-6000:]
+    _check_in_place_leaks(run)
+    assert "in-place edits at the end: as they started" in run.output
+
+
+def test_an_entry_replaced_in_place_by_a_fixture_is_named_from_each_xdist_worker(tmp_path: Path) -> None:
+    pytest.importorskip("xdist")
+    run = run_files(tmp_path, _in_place_files(), "-n", "2", "--dist", "loadfile")
+    assert run.returncode == 0, run.output[-6000:]
+    assert not [line for line in run.lines if re.match(r"^(FAILED|ERROR) ", line)], run.output[-6000:]
+    _check_in_place_leaks(run)

@@ -4,6 +4,8 @@ objects the converter decorator and the partitioners hold)."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 
@@ -111,3 +113,76 @@ def test_a_fixture_s_registry_change_is_taken_out_where_nobody_changed_it_since(
     assert NEW not in aten_converters and aten_converters[removed] is stock_removed
     assert [id(c) for c in aten_converters[KNOWN]] == [id(c) for c in [*stock_known, later]]
     assert torch.ops.aten.logcumsumexp.default in aten_converters
+
+
+# --- a held dict found unchanged without walking it -----------------------------------------------------------
+
+
+class CountedCopy(dict):
+    """A held copy that counts the full comparisons made against it."""
+
+    compared = 0
+
+    def __eq__(self, other: object) -> bool:
+        self.compared += 1
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+
+def _table() -> tuple:
+    """A live dict of 50 entries and a list (a registry's candidates), its copy as a snapshot holds it, no seen yet."""
+    live: dict = {f"k{i}": object() for i in range(50)}
+    live["candidates"] = [object(), object()]
+    copy = CountedCopy({k: list(v) if isinstance(v, list) else v for k, v in live.items()})
+    return live, copy, [None]
+
+
+def _in_place_edits(live: dict) -> list:
+    """Changes that keep the size and the dict: each with its undo."""
+    k0, k1, candidates = live["k0"], live["k1"], live["candidates"]
+    first = candidates[0]
+    return [
+        (lambda: live.__setitem__("k0", object()), lambda: live.__setitem__("k0", k0)),
+        (lambda: live.update(k0=object()), lambda: live.update(k0=k0)),
+        (lambda: candidates.__setitem__(0, object()), lambda: candidates.__setitem__(0, first)),
+        (lambda: candidates.reverse(), lambda: candidates.reverse()),
+        (lambda: live.__setitem__("candidates", [object(), object()]),
+         lambda: live.__setitem__("candidates", candidates)),
+        # a key swapped for another; put back, it comes last: another order is no change
+        (lambda: (live.pop("k1"), live.__setitem__("other", k0)), lambda: (live.pop("other"), live.update(k1=k1))),
+    ]
+
+
+def _each_in_place_edit_is_seen(live: dict, copy: dict, seen: list) -> None:
+    for edit, undo in _in_place_edits(live):
+        edit()
+        assert not held_registry.same_dict(live, copy, seen), edit
+        assert not held_registry.same_dict(live, copy, seen), edit  # still, on a second look
+        undo()
+        assert held_registry.same_dict(live, copy, seen), undo
+
+
+@pytest.mark.skipif(sys.implementation.name != "cpython" or sys.version_info >= (3, 14),
+                    reason="a dict's version (PEP 509) is kept by CPython 3.10 to 3.13 only")
+def test_a_held_dict_found_equal_is_not_walked_again_until_it_changes() -> None:
+    live, copy, seen = _table()
+    assert held_registry.same_dict(live, copy, seen) and copy.compared == 1
+    for _ in range(3):
+        assert held_registry.same_dict(live, copy, seen)
+    assert copy.compared == 1
+    live["k2"] = live["k2"]  # the same object put back: no change
+    assert held_registry.same_dict(live, copy, seen) and copy.compared == 1
+    live["candidates"][1] = object()  # a list inside, edited in place: seen without a full comparison
+    assert not held_registry.same_dict(live, copy, seen) and copy.compared == 1
+    _each_in_place_edit_is_seen(*_table())
+
+
+def test_each_in_place_edit_of_a_held_dict_is_seen_where_no_version_can_be_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(held_registry, "_version_offset", lambda: None)
+    live, copy, seen = _table()
+    assert held_registry.same_dict(live, copy, seen)
+    assert held_registry.same_dict(live, copy, seen) and copy.compared == 2
+    _each_in_place_edit_is_seen(live, copy, seen)

@@ -144,6 +144,8 @@ class Isolation:
 
         Frames already open get the same baseline: for them too, this was the state before.
         """
+        if len(self.baselines) == len(self.specs):  # all baselined (asked as each fixture starts)
+            return
         for spec in self.specs:
             if spec.label not in self.baselines and spec.available():
                 base = self.baselines[spec.label] = spec.snapshot()
@@ -235,6 +237,8 @@ class Isolation:
 
     def _frame_index(self, fixture: Any) -> Optional[int]:
         """The latest open frame of ``fixture`` (a parametrized fixture may be set up again)."""
+        if self.frames and self.frames[-1].fixture is fixture:  # the usual one: the frame opened last
+            return len(self.frames) - 1
         return next((i for i in range(len(self.frames) - 1, -1, -1) if self.frames[i].fixture is fixture), None)
 
     def unframed_finished(self) -> None:

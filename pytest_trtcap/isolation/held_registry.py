@@ -7,7 +7,9 @@ found where the guards find it (``trtcap_guards.live_registry``); a spec is acti
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
 from collections import Counter
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
@@ -72,6 +74,70 @@ def revert_list(live: list, before: list, after: list) -> ListRevert:
     return ListRevert(taken, back)
 
 
+# --- a held dict found unchanged without walking it ---------------------------------------------------------
+
+
+@functools.cache
+def _version_offset() -> Optional[int]:
+    """Where a dict keeps its version (PEP 509: CPython 3.10 to 3.13 move it at every change of that dict), or None
+    where this interpreter keeps none that does: checked on a dict of our own, each kind of change must move it."""
+    if sys.implementation.name != "cpython" or sys.version_info >= (3, 14):
+        return None
+    import ctypes
+
+    used_at = object.__basicsize__  # ma_used, then ma_version_tag
+    offset = used_at + ctypes.sizeof(ctypes.c_ssize_t)
+    d: dict = {}
+    seen = [ctypes.c_uint64.from_address(id(d) + offset).value]
+    changes = (lambda: d.__setitem__("a", 1), lambda: d.__setitem__("a", 2), lambda: d.update(b=[]),
+               lambda: d.setdefault("c", 3), lambda: d.pop("c"), lambda: d.__delitem__("b"), lambda: d.popitem(),
+               lambda: d.update(x=1, y=2), lambda: d.clear())
+    for change in changes:
+        change()
+        version = ctypes.c_uint64.from_address(id(d) + offset).value
+        if version in seen or ctypes.c_ssize_t.from_address(id(d) + used_at).value != len(d):
+            return None
+        seen.append(version)
+    return offset
+
+
+def _version_view(d: Any) -> Any:
+    """A live view of ``d``'s version (a plain dict), or None where there is none to read."""
+    offset = _version_offset()
+    if offset is None or type(d) is not dict:
+        return None
+    import ctypes
+
+    return ctypes.c_uint64.from_address(id(d) + offset)
+
+
+class Seen(NamedTuple):
+    """A held dict as last found equal to its copy: its version then, and the values that are not the copy's very
+    objects, beside the copy's (a registry's lists of candidates, which can be edited in place)."""
+
+    held: dict  # kept alive with the view of its version
+    version_now: Any
+    version: int
+    values: tuple
+    copies: tuple
+
+
+def same_dict(d: dict, copy: dict, seen: List[Optional[Seen]]) -> bool:
+    """``d == copy``. Where ``d`` kept the version it had when last found so (``seen[0]``), only its values that are
+    not the copy's objects are compared: a clean test pays no walk of a table, only of the lists in a registry."""
+    last = seen[0]
+    if last is not None and last.held is d and last.version_now.value == last.version:
+        return last.values == last.copies
+    view = _version_view(d)
+    version = view.value if view is not None else 0  # read before comparing: a change meanwhile moves it past this
+    if d != copy:
+        return False
+    if view is not None:
+        pairs = [(value, copy[key]) for key, value in d.items() if value is not copy[key]]
+        seen[0] = Seen(d, view, version, tuple(value for value, _ in pairs), tuple(held for _, held in pairs))
+    return True
+
+
 # --- converter registry: the list of registry dicts, each dict, each target's list of candidates ------------
 
 
@@ -81,6 +147,7 @@ class RegistrySnapshot(NamedTuple):
     names: list
     conventions: list
     dicts: Tuple[Tuple[dict, dict, dict], ...]  # (dict, its values by identity, its lists' contents)
+    seen: Tuple[List[Optional[Seen]], ...] = ()  # per dict: where it was last found equal (``same_dict``)
 
 
 def _registry() -> Any:
@@ -95,7 +162,7 @@ def registry_snapshot() -> RegistrySnapshot:
     dicts = tuple((d, dict(d), {k: list(v) if isinstance(v, list) else v for k, v in d.items()})
                   for d in reg.registries if isinstance(d, dict))
     return RegistrySnapshot(reg.registries, list(reg.registries), list(reg.registry_names),
-                            list(reg.registry_calling_conventions), dicts)
+                            list(reg.registry_calling_conventions), dicts, tuple([None] for _ in dicts))
 
 
 def registry_changed(snap: RegistrySnapshot) -> bool:
@@ -106,8 +173,8 @@ def registry_changed(snap: RegistrySnapshot) -> bool:
     for element, held in zip(now, snap.entries):
         if element is not held:
             return True
-    for d, _, contents in snap.dicts:
-        if d != contents:
+    for (d, _, contents), seen in zip(snap.dicts, snap.seen):
+        if not same_dict(d, contents, seen):
             return True
     return reg.registry_names != snap.names or reg.registry_calling_conventions != snap.conventions
 

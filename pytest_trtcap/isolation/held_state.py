@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 import sys
 from typing import Any, Callable, List, Tuple
 
@@ -27,7 +28,7 @@ FOLD_EXCLUSIONS_MODULE = "torch_tensorrt.dynamo.lowering.constant_fold_exclusion
 
 
 def _loaded(module: str) -> Callable[[], bool]:
-    return lambda: module in sys.modules
+    return functools.partial(operator.contains, sys.modules, module)  # asked at every check: no Python frame
 
 
 # --- ATOMIC_SUBGRAPHS ------------------------------------------------------------------------------------
@@ -146,13 +147,13 @@ def table_spec(module_name: str, table: str, noun: str) -> StateSpec:
     def module() -> Any:
         return sys.modules[module_name]
 
-    def snapshot() -> Tuple[dict, dict]:
+    def snapshot() -> Tuple[dict, dict, list]:
         d = getattr(module(), table)
-        return (d, dict(d))
+        return (d, dict(d), [None])  # the last: where it was last found unchanged (``same_dict``)
 
-    def changed(snap: Tuple[dict, dict]) -> bool:
+    def changed(snap: Tuple[dict, dict, list]) -> bool:
         d = getattr(module(), table)
-        return d is not snap[0] or d != snap[1]
+        return d is not snap[0] or not reg.same_dict(d, snap[1], snap[2])
 
     def restore(snap: Tuple[dict, dict]) -> None:
         snap[0].clear()
@@ -214,6 +215,8 @@ def _guards_changed(snap: Any) -> bool:
     and the reloaded module's snapshot class never equals the baseline's, however equal the state. (Checked for
     every test: the common case stays one comparison.)"""
     now = _guards_snapshot()
+    if now is snap:  # ``state_snapshot`` hands the same one back while nothing changed
+        return False
     if type(now) is type(snap):
         return now != snap
     return _fields(now) != _fields(snap)
