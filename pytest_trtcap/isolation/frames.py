@@ -29,8 +29,9 @@ The rule, per scope:
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from ..escaping import one_line
 
@@ -56,6 +57,8 @@ class StateSpec:
 #: Ends a leak line whose restore failed: the summary's "restored" must be true.
 NOT_RESTORED = "(not restored: "
 
+_failures = [0]  # how often a project's entry failed in this process: a failed one is no longer available
+
 
 def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None], where: str = "") -> StateSpec:
     """A spec from ``pytest_trtcap_isolated_state``: compared with ``!=``, reported under its label.
@@ -72,6 +75,7 @@ def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], 
         from ..hook_results import entry_failure
 
         spec.failure = spec.failure or entry_failure(where, label, step, exc)
+        _failures[0] += 1
 
     def held_snapshot() -> Any:
         try:
@@ -131,6 +135,21 @@ class Isolation:
         # checked by its frame, so the next test's hold need not compare again (one comparison per clean test).
         self.settled = False
         self.reported: List[int] = []  # id() of the specs whose failure was taken
+        from .held_registry import version_view
+
+        self._modules = version_view(sys.modules)  # moves as a module comes or goes (``_live``)
+        self._live_at: Tuple[Optional[int], int] = (None, 0)
+        self._live_specs: List[StateSpec] = []
+
+    def _live(self) -> List[StateSpec]:
+        """The specs available now, in order. Asked around every test and fixture, so each one's ``available`` is
+        asked again only once something it answers from changed: ``sys.modules`` (a builtin spec is available while
+        its module is loaded; where no version of it can be read, at every call), or a project's entry failed."""
+        version = self._modules.value if self._modules is not None else None
+        if version is None or version != self._live_at[0] or _failures[0] != self._live_at[1]:
+            self._live_specs = [spec for spec in self.specs if spec.available()]
+            self._live_at = (version, _failures[0])
+        return self._live_specs
 
     def take_failures(self) -> List[str]:
         """The errors of project entries that failed since the last call, each once: the session reports them on
@@ -154,9 +173,7 @@ class Isolation:
 
     def _adopt(self, foreign: bool) -> None:
         baselines = self.baselines
-        for spec in self.specs:
-            if not spec.available():
-                continue
+        for spec in self._live():
             base = baselines.get(spec.label)
             if base is None:
                 baselines[spec.label] = spec.snapshot()
@@ -184,9 +201,7 @@ class Isolation:
         """
         changes: List[str] = []
         baselines = self.baselines
-        for spec in self.specs:
-            if not spec.available():
-                continue
+        for spec in self._live():
             base = baselines.get(spec.label)
             if base is None or not spec.changed(base):
                 continue
@@ -243,7 +258,7 @@ class Isolation:
 
     def unframed_finished(self) -> None:
         """A fixture set up before any frame (the session was dormant then) ended: nobody knows what it changed."""
-        self._ended_unchecked(self.specs, self.frames)
+        self._ended_unchecked(self._live(), self.frames)
 
     def _ended_unchecked(self, specs: List[StateSpec], later: List[Frame]) -> None:
         """A fixture ended that nobody could check for ``specs`` (set up with no frame, or changed under it by a
@@ -255,7 +270,7 @@ class Isolation:
         for spec in specs:
             label = spec.label
             base = self.baselines.get(label)
-            if base is None or not spec.available():
+            if base is None:
                 continue
             if spec.changed(base):
                 base = self.baselines[label] = spec.snapshot()
@@ -274,11 +289,9 @@ class Isolation:
         later = self.frames[index:]  # started after it and still alive
         changes: List[str] = []
         unchecked: List[StateSpec] = []
-        for spec in self.specs:
+        for spec in self._live():
             label = spec.label
             before = frame.before.get(label)
-            if not spec.available():
-                continue
             if before is None:
                 unchecked.append(spec)
                 continue

@@ -101,7 +101,7 @@ def _version_offset() -> Optional[int]:
     return offset
 
 
-def _version_view(d: Any) -> Any:
+def version_view(d: Any) -> Any:
     """A live view of ``d``'s version (a plain dict), or None where there is none to read."""
     offset = _version_offset()
     if offset is None or type(d) is not dict:
@@ -128,7 +128,7 @@ def same_dict(d: dict, copy: dict, seen: List[Optional[Seen]]) -> bool:
     last = seen[0]
     if last is not None and last.held is d and last.version_now.value == last.version:
         return last.values == last.copies
-    view = _version_view(d)
+    view = version_view(d)
     version = view.value if view is not None else 0  # read before comparing: a change meanwhile moves it past this
     if d != copy:
         return False
