@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="reproduces wh
 @pytest.fixture
 def no_device(monkeypatch: pytest.MonkeyPatch) -> None:
     """The host as the guards see it: probed, no CUDA device."""
-    monkeypatch.setattr(guard_targets, "host_capabilities", lambda probe=True: ())
+    monkeypatch.setattr(guard_targets, "_host", ())  # the host seam
 
 
 def failed_call(request: pytest.FixtureRequest, fn, when: str = "call"):
@@ -68,7 +68,7 @@ def test_an_assertion_of_the_test_stays_a_failure(request, no_device):
 
 
 def test_nothing_is_converted_on_a_host_with_a_device(request, monkeypatch):
-    monkeypatch.setattr(guard_targets, "host_capabilities", lambda probe=True: ((8, 9),))
+    monkeypatch.setattr(guard_targets, "_host", ((8, 9),))  # the host seam
     call, report = failed_call(request, needs_cuda)
     needs_gpu.convert_test_report(report, call, request.node)
     assert report.failed
@@ -93,7 +93,7 @@ def test_summary_line_counts_each_signature_sorted_by_name():
            "host probed at the first such failure)"),
 ])
 def test_header_says_what_skip_does_on_this_host(caps, text, monkeypatch):
-    monkeypatch.setattr(guard_targets, "host_capabilities", lambda probe=True: caps)
+    monkeypatch.setattr(needs_gpu, "host_capabilities", lambda probe=True: caps)  # None: never probed
     assert needs_gpu.header_text("skip", "from x") == text
 
 

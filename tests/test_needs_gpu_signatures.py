@@ -57,7 +57,8 @@ def test_reason_names_the_tests_own_line_and_the_errors_first_line() -> None:
     assert found is not None and (found.path, found.lineno) == (HERE, lineno)
     reason = found.reason(str(Path(HERE).parent))
     first = str(exc).splitlines()[0]
-    assert reason == f"trtcap: needs a GPU: test_needs_gpu.py:{lineno}: RuntimeError: {first} (signature: cuda-init)"
+    name = Path(HERE).name  # this file, relative to the rootdir given
+    assert reason == f"trtcap: needs a GPU: {name}:{lineno}: RuntimeError: {first} (signature: cuda-init)"
 
 
 def test_the_same_text_raised_by_the_test_is_a_failure() -> None:
