@@ -120,12 +120,18 @@ def _describe(graph: Dict[str, List[Edge]], group: List[str], folder: Path, pack
     return "cycle among " + ", ".join(group) + ":\n" + "\n".join(lines)
 
 
-def test_the_import_graph_reader_sees_imports_inside_functions(tmp_path):
+def _package(tmp_path: Path, **modules: str) -> Path:
+    """A package ``pkg`` of the given modules (name -> source), with an empty ``__init__.py``."""
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "a.py").write_text("from .b import B\n")
-    (package / "b.py").write_text("B = 1\n\ndef late():\n    from . import a\n    return a\n")
+    for name, source in modules.items():
+        (package / f"{name}.py").write_text(source)
+    return package
+
+
+def test_the_import_graph_reader_sees_imports_inside_functions(tmp_path):
+    package = _package(tmp_path, a="from .b import B\n", b="B = 1\n\ndef late():\n    from . import a\n    return a\n")
     graph = import_graph(package, "pkg")
     assert graph["pkg.b"] == [Edge("pkg.a", 4)]
     assert cycles(graph) == [["pkg.a", "pkg.b"]]
@@ -172,11 +178,8 @@ def private_reaches(folder: Path, package: str) -> List[str]:
 
 
 def test_the_private_name_reader_sees_imports_and_attribute_reads(tmp_path):
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "a.py").write_text("_hidden = 1\nshown = 2\n")
-    (package / "b.py").write_text("from .a import _hidden, shown\nfrom . import a\n\ndef f():\n    return a._hidden\n")
+    package = _package(tmp_path, a="_hidden = 1\nshown = 2\n",
+                       b="from .a import _hidden, shown\nfrom . import a\n\ndef f():\n    return a._hidden\n")
     assert private_reaches(package, "pkg") == [f"{Path('pkg', 'b.py')}:1 imports _hidden from pkg.a",
                                                 f"{Path('pkg', 'b.py')}:5 uses a._hidden"]
 
