@@ -43,8 +43,9 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     """pytester's runs (in process and in subprocesses) leave hypothesis' pytest plugin out.
 
     No scenario here uses it, and loading it imports hypothesis: 0.15 s of CPU in each of the hundreds of pytest
-    processes the suite starts. pytester removes ``PYTEST_ADDOPTS`` when it starts, so a developer's is never read
-    here; this one names the plugin only. The plugin still runs beside hypothesis' in this project's own run.
+    processes these tests start. pytester removes ``PYTEST_ADDOPTS`` when it starts, so a developer's is never read
+    here; this one names that plugin only. trtcap still loads beside hypothesis' plugin in this project's own run,
+    the lane's and the benchmarks'.
     """
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
     return pytester
