@@ -38,6 +38,19 @@ def no_trtcap_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(spec.env, raising=False)
 
 
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester's runs (in process and in subprocesses) leave hypothesis' pytest plugin out.
+
+    No scenario here uses it, and loading it imports hypothesis: 0.15 s of CPU in each of the hundreds of pytest
+    processes these tests start. pytester removes ``PYTEST_ADDOPTS`` when it starts, so a developer's is never read
+    here; this one names that plugin only. trtcap still loads beside hypothesis' plugin in this project's own run,
+    the lane's and the benchmarks'.
+    """
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+    return pytester
+
+
 @pytest.fixture(scope="session")
 def tt() -> Any:
     """``torch_tensorrt``, imported through guards (answers the two device queries on a CUDA-less host)."""

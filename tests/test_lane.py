@@ -2,7 +2,9 @@
 plugin on a host without a CUDA device.
 
 Each scenario is one ``pytest`` subprocess on the real stack (it imports torch_tensorrt: several seconds each), run
-once per module and shared by the tests that read it:
+once per module and shared by the tests that read it. The 8.9 and 7.5 runs are the docs' recipe lines
+(docs/cpu-lane.md), run as written in the suite repository the recipe assumes (``tests/test_lane_recipe.py``), plus
+``-rA`` and a JUnit XML report, which change only what is reported:
 
 * ``--trt-target-sm 8.9``: everything passes.
 * ``--trt-target-sm 7.5``: exactly the hard-coded counts of the models with an FP32 ``nn.Linear`` head fail; the
@@ -28,6 +30,8 @@ import ast
 import importlib.util
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -36,6 +40,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
+from test_lane_recipe import SUITE_PATH, recipe, run_line
 
 import trtcap_guards as guards
 
@@ -162,13 +167,30 @@ def run_lane(tmp_path: Path, *args: str, env: Optional[Dict[str, str]] = None) -
 
 
 @pytest.fixture(scope="module")
-def lane_89(tmp_path_factory: pytest.TempPathFactory) -> LaneRun:
-    return run_lane(tmp_path_factory.mktemp("lane89"), "--trt-target-sm", "8.9", "--trtcap-needs-gpu", "skip")
+def suite_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What the recipe assumes: this checkout at ``./pytest-trtcap``, the lane suite at ``SUITE_PATH``."""
+    repo = tmp_path_factory.mktemp("suite-repository")
+    (repo / "pytest-trtcap").symlink_to(LANE.parent.parent, target_is_directory=True)
+    shutil.copytree(LANE, repo / SUITE_PATH, ignore=shutil.ignore_patterns("__pycache__"))
+    return repo
+
+
+def run_recipe(repo: Path, sm: str) -> LaneRun:
+    """The recipe's ``pytest`` line for ``sm``, as written, in ``repo`` (plus ``-rA`` and a JUnit XML report)."""
+    line = next(line for line in recipe() if line.startswith("pytest ") and f"--trt-target-sm {sm} " in line)
+    junit = repo.parent / f"{repo.name}-{sm}.xml"
+    proc = run_line(line, repo, ["-rA", f"--junitxml={junit}"])
+    return LaneRun(shlex.split(line)[1:], proc.returncode, proc.stdout, *_parse_junit(junit))
 
 
 @pytest.fixture(scope="module")
-def lane_75(tmp_path_factory: pytest.TempPathFactory) -> LaneRun:
-    return run_lane(tmp_path_factory.mktemp("lane75"), "--trt-target-sm", "7.5", "--trtcap-needs-gpu", "skip")
+def lane_89(suite_repository: Path) -> LaneRun:
+    return run_recipe(suite_repository, "8.9")
+
+
+@pytest.fixture(scope="module")
+def lane_75(suite_repository: Path) -> LaneRun:
+    return run_recipe(suite_repository, "7.5")
 
 
 @pytest.fixture(scope="module")
@@ -242,6 +264,26 @@ def test_contributing_says_exactly_what_leaks_in_the_lane(lane_89: LaneRun, lane
         for nodeid, what in leaks.items():
             assert f"`{what}`" in flat, what
             assert nodeid.split(".py::")[0][:8] in flat, nodeid  # the lane file, e.g. lane_003
+
+
+def _summary(output: str) -> str:
+    last = output.strip().splitlines()[-1]
+    return re.sub(r"^=+ |(, \d+ warnings?)? in [\d.]+s.*$", "", last)  # the leak warnings: the tests below
+
+
+@pytest.mark.parametrize("sm, status, summary, failed", [
+    ("8.9", 0, "9 passed, 4 skipped", set()),
+    ("7.5", 1, "3 failed, 7 passed, 3 skipped", {RESOURCE, ATOMIC, HEAD_ON_CUDA}),
+])
+def test_the_recipe_runs_as_written(request: pytest.FixtureRequest, sm: str, status: int, summary: str,
+                                    failed: set) -> None:
+    """No test fails for want of a GPU; at 7.5 only the counts hard-coded for an FP32-GEMM GPU fail."""
+    run: LaneRun = request.getfixturevalue("lane_89" if sm == "8.9" else "lane_75")
+    assert run.returncode == status, run.tail()
+    assert _summary(run.output) == summary, run.tail()
+    failures = {m.group(1) for m in re.finditer(r"^FAILED (\S+)", run.output, re.M)}
+    assert failures == {f"{SUITE_PATH}/{nodeid}" for nodeid in failed}, run.tail()  # relative to cwd
+    assert "needs a GPU: " in run.output
 
 
 # --- 7.5: failures exactly where the predicate says, the leak contained and named ------------------------
