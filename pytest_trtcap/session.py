@@ -139,7 +139,7 @@ class SessionPlugin:
         """A fixture's changes are its own while it lives: frame them (not for an opted-out test's own fixtures)."""
         item = self.current
         if item is None or _pytests_own_argument(fixturedef) or (
-                fixturedef.scope == "function" and not _isolated(item)):
+                not _isolated(item) and fixturedef.scope == "function"):
             return (yield)
         isolation = self.state.get_isolation()
         isolation.fixture_started(fixturedef, item.nodeid, woken=self.hold_at_call is item)
@@ -154,7 +154,7 @@ class SessionPlugin:
         if isolation is None or _pytests_own_argument(fixturedef):
             return
         item = self.current
-        if fixturedef.scope == "function" and item is not None and not _isolated(item):
+        if item is not None and not _isolated(item) and fixturedef.scope == "function":
             isolation.adopt_outside()  # an opted-out test's own fixture: its teardown's changes are kept too
         end = isolation.fixture_finished(fixturedef)
         if end is None:  # set up while the session was dormant, so never framed: its clean-up is kept

@@ -289,27 +289,29 @@ class Isolation:
         later = self.frames[index:]  # started after it and still alive
         changes: List[str] = []
         unchecked: List[StateSpec] = []
+        baselines, before_of, after_of = self.baselines, frame.before.get, frame.after.get  # asked per object
         for spec in self._live():
             label = spec.label
-            before = frame.before.get(label)
+            before, after = before_of(label), after_of(label)
             if before is None:
                 unchecked.append(spec)
                 continue
-            if before is frame.after.get(label):  # its setup left this object alone: so must its teardown
-                expected = self.baselines.get(label, before)
-            elif later and self.baselines.get(label) is not frame.after.get(label):
-                changes.extend(self._revert(spec, before, frame.after.get(label)))
+            if before is after:  # its setup left this object alone: so must its teardown
+                expected = baselines.get(label, before)
+            elif later and baselines.get(label) is not after:
+                changes.extend(self._revert(spec, before, after))
                 for alive in later:  # changed since by a fixture still alive: nobody can tell whose the rest is
                     alive.before.pop(label, None)
                 self.settled = False
                 continue
             else:
-                expected = self.baselines[label] = before
+                expected = baselines[label] = before
                 for alive in later:  # they found this object as the ended fixture left it, and did not change it
                     alive.before[label] = alive.after[label] = before
             if spec.changed(expected):
                 changes.extend(self._put_back(spec, expected, self._describe(spec, expected)))
-        self._ended_unchecked(unchecked, later)
+        if unchecked:
+            self._ended_unchecked(unchecked, later)
         return FixtureEnd(frame.setup_for, changes)
 
     def _revert(self, spec: StateSpec, before: Any, after: Any) -> List[str]:
