@@ -20,7 +20,7 @@ import trtcap_guards as guards
 from . import markers
 from .escaping import one_line
 from .isolation.leaks import fixture_subject, report_leak
-from .report import OwnProperties, attach, summary_lines
+from .report import ATTRIBUTE, OwnProperties, attach, summary_lines
 
 if TYPE_CHECKING:
     from .session_state import TrtcapState
@@ -255,6 +255,8 @@ class SessionPlugin:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._count_needs_gpu(report)
+        if not getattr(report, ATTRIBUTE, None):  # most reports carry none of the plugin's entries
+            return
         for key, value in self.properties.read(report, _LEAK_PROPERTY, _FIXTURE_LEAK_PROPERTY, _SKIP_PROPERTY):
             if key == _LEAK_PROPERTY and report.when == "teardown":
                 self.leaks.setdefault(report.nodeid, value)

@@ -126,8 +126,10 @@ def same_dict(d: dict, copy: dict, seen: List[Optional[Seen]]) -> bool:
     """``d == copy``. Where ``d`` kept the version it had when last found so (``seen[0]``), only its values that are
     not the copy's objects are compared: a clean test pays no walk of a table, only of the lists in a registry."""
     last = seen[0]
-    if last is not None and last.held is d and last.version_now.value == last.version:
-        return last.values == last.copies
+    if last is not None:
+        held, version_now, version, values, copies = last
+        if held is d and version_now.value == version:
+            return values == copies
     view = version_view(d)
     version = view.value if view is not None else 0  # read before comparing: a change meanwhile moves it past this
     if d != copy:

@@ -44,7 +44,7 @@ def _atomic_snapshot() -> Tuple[list, list]:
 
 
 def _atomic_changed(snap: Tuple[list, list]) -> bool:
-    lst = _atomic().ATOMIC_SUBGRAPHS
+    lst = sys.modules[ATOMIC_MODULE].ATOMIC_SUBGRAPHS  # (``_atomic()``, without a call: asked at every check)
     return lst is not snap[0] or lst != snap[1]
 
 
@@ -110,7 +110,7 @@ def pass_manager_spec(manager: str, label: str, noun: str) -> StateSpec:
         return (pm().passes, list(pm().passes))
 
     def changed(snap: Tuple[list, list]) -> bool:
-        now = pm().passes
+        now = getattr(sys.modules[PASSES_MODULE], manager).passes  # (``pm()``, without a call: at every check)
         return now is not snap[0] or now != snap[1]
 
     def restore(snap: Tuple[list, list]) -> None:
@@ -152,7 +152,7 @@ def table_spec(module_name: str, table: str, noun: str) -> StateSpec:
         return (d, dict(d), [None])  # the last: where it was last found unchanged (``same_dict``)
 
     def changed(snap: Tuple[dict, dict, list]) -> bool:
-        d = getattr(module(), table)
+        d = getattr(sys.modules[module_name], table)  # (``module()``, without a call: asked at every check)
         return d is not snap[0] or not reg.same_dict(d, snap[1], snap[2])
 
     def restore(snap: Tuple[dict, dict]) -> None:
