@@ -56,6 +56,25 @@ def test_a_rebound_table_is_seen_and_the_original_object_put_back(table_module) 
     assert table_module.TABLE is table
 
 
+def test_a_held_module_unloaded_mid_session_is_no_longer_checked_and_is_again_once_loaded(
+        table_module, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which specs are available is asked again only once ``sys.modules`` changed (an in-process pytester run unloads
+    what it imported): a spec must neither be asked about a module that is gone nor forgotten when it is back."""
+    from pytest_trtcap.isolation import Isolation
+
+    isolation = Isolation([held_state.table_spec(MODULE, "TABLE", "rule")])
+    isolation.hold()
+    assert isolation.release() == []
+    monkeypatch.delitem(sys.modules, MODULE)
+    isolation.hold()
+    assert isolation.release() == []  # asking the spec now would fail: its module is gone
+    monkeypatch.setitem(sys.modules, MODULE, table_module)
+    isolation.hold()
+    table_module.TABLE["aten.mul.Tensor"] = "mul"
+    assert isolation.release() == ["aten.mul.Tensor: rule added"]
+    assert "aten.mul.Tensor" not in table_module.TABLE
+
+
 @pytest.mark.usefixtures("tt")  # torch_tensorrt imported (through the guards, so on a CUDA-less host too)
 def test_a_pass_manager_spec_names_an_added_pass_and_restores_the_list_in_place() -> None:
     from torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass import ATEN_POST_LOWERING_PASSES as manager

@@ -137,7 +137,7 @@ class Isolation:
         self.reported: List[int] = []  # id() of the specs whose failure was taken
         from .held_registry import version_view
 
-        self._modules = version_view(sys.modules)  # moves as a module comes or goes (``_live``)
+        self._modules, self._modules_version = sys.modules, version_view(sys.modules)  # moves as modules come or go
         self._live_at: Tuple[Optional[int], int] = (None, 0)
         self._live_specs: List[StateSpec] = []
 
@@ -145,8 +145,9 @@ class Isolation:
         """The specs available now, in order. Asked around every test and fixture, so each one's ``available`` is
         asked again only once something it answers from changed: ``sys.modules`` (a builtin spec is available while
         its module is loaded; where no version of it can be read, at every call), or a project's entry failed."""
-        version = self._modules.value if self._modules is not None else None
-        if version is None or version != self._live_at[0] or _failures[0] != self._live_at[1]:
+        version = self._modules_version.value if self._modules_version is not None else None
+        if (version is None or version != self._live_at[0] or _failures[0] != self._live_at[1]
+                or sys.modules is not self._modules):
             self._live_specs = [spec for spec in self.specs if spec.available()]
             self._live_at = (version, _failures[0])
         return self._live_specs

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import operator
 import sys
 from typing import Any, Callable, List, Tuple
@@ -28,7 +29,7 @@ FOLD_EXCLUSIONS_MODULE = "torch_tensorrt.dynamo.lowering.constant_fold_exclusion
 
 
 def _loaded(module: str) -> Callable[[], bool]:
-    return functools.partial(operator.contains, sys.modules, module)  # asked at every check: no Python frame
+    return lambda: module in sys.modules
 
 
 # --- ATOMIC_SUBGRAPHS ------------------------------------------------------------------------------------
