@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
-import operator
 import sys
 from typing import Any, Callable, List, Tuple
 
