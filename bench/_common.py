@@ -16,8 +16,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import NamedTuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -33,19 +34,19 @@ class Result:
     value: float
     baseline: float
     unit: str
-    target: Optional[float] = None  # the ratio must be <= target (None: for information)
-    detail: Dict[str, str] = field(default_factory=dict)
+    target: float | None = None  # the ratio must be <= target (None: for information)
+    detail: dict[str, str] = field(default_factory=dict)
     checked: bool = True  # False in --quick mode
-    problems: List[str] = field(default_factory=list)  # correctness failures found while measuring
+    problems: list[str] = field(default_factory=list)  # correctness failures found while measuring
     #: For interleaved runs: the median of the per-round ratios (each round runs both sides back to back), printed
     #: beside the ratio of the two sides' medians, which is the ratio checked (``ratio``).
-    paired: Optional[float] = None
+    paired: float | None = None
     rounds: int = 0
     #: The per-round ratios behind ``paired``: their spread is the run-to-run noise of the figure.
     ratios: Sequence[float] = ()
     #: The same cost counted where noise cannot reach it (CPU instructions), if measured: a wall figure that looks
     #: met while the count exceeds the target is within its noise, whatever the spread of this run says.
-    counted: Optional[float] = None
+    counted: float | None = None
 
     @property
     def ratio_of_medians(self) -> float:
@@ -57,7 +58,7 @@ class Result:
         return self.ratio_of_medians
 
     @property
-    def noise(self) -> Optional[float]:
+    def noise(self) -> float | None:
         """Half-width of the median's 95% interval (box-plot notch: 1.58 IQR / sqrt(n)) of the per-round ratios."""
         if len(self.ratios) < 4:
             return None
@@ -127,7 +128,7 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
-def per_round(values: Sequence[float], baselines: Sequence[float]) -> List[float]:
+def per_round(values: Sequence[float], baselines: Sequence[float]) -> list[float]:
     """Per-round ratios ``values[i] / baselines[i]`` (both sides of a round run back to back)."""
     return [v / b for v, b in zip(values, baselines)]
 
@@ -153,7 +154,7 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def machine() -> Dict[str, str]:
+def machine() -> dict[str, str]:
     from importlib import metadata
 
     def version(dist: str) -> str:
@@ -182,7 +183,7 @@ def machine() -> Dict[str, str]:
     }
 
 
-def clean_env(**extra: str) -> Dict[str, str]:
+def clean_env(**extra: str) -> dict[str, str]:
     """The environment for a measured subprocess: no outer pytest options or trtcap settings steer it."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("TRTCAP_", "PYTEST_")) and k not in ("PYTHONBREAKPOINT",)}
@@ -192,8 +193,8 @@ def clean_env(**extra: str) -> Dict[str, str]:
 
 
 class LoadEnvs(NamedTuple):
-    cached: Dict[str, str]
-    uncached: Dict[str, str]
+    cached: dict[str, str]
+    uncached: dict[str, str]
     source: str  # the source-only copy the uncached side loads
 
 
@@ -220,7 +221,7 @@ def write_one_test(workdir: str) -> None:
         f.write("[pytest]\n")
 
 
-def timed_run(cmd: List[str], cwd: str, env: Dict[str, str]) -> Tuple[float, float]:
+def timed_run(cmd: list[str], cwd: str, env: dict[str, str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds user + system) of one fresh process; raises if it fails."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -233,8 +234,8 @@ def timed_run(cmd: List[str], cwd: str, env: Dict[str, str]) -> Tuple[float, flo
     return elapsed, cpu
 
 
-def interleaved(commands: Dict[str, List[str]], runs: int, cwd: str, env: Dict[str, str],
-                warmup: int = 1) -> Tuple[Dict[str, List[float]], Dict[str, List[float]]]:
+def interleaved(commands: dict[str, list[str]], runs: int, cwd: str, env: dict[str, str],
+                warmup: int = 1) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Run each command ``runs`` times, rotating the order within each round (AB BA for two; abc bca cab ...).
 
     Returns (wall seconds, CPU seconds) per command.
@@ -243,8 +244,8 @@ def interleaved(commands: Dict[str, List[str]], runs: int, cwd: str, env: Dict[s
     for _ in range(warmup):
         for name in names:
             timed_run(commands[name], cwd, env)
-    wall: Dict[str, List[float]] = {name: [] for name in names}
-    cpu: Dict[str, List[float]] = {name: [] for name in names}
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
     for i in range(runs):
         shift = i % len(names)
         for name in names[shift:] + names[:shift]:

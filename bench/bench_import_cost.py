@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -27,7 +26,7 @@ TARGET_MS = 8.0
 PLUGINS = {"trtcap": "pytest_trtcap.plugin", "hypothesis": "_hypothesis_pytestplugin"}
 
 
-def cumulative_us(module: str, env: Dict[str, str], cwd: str) -> int:
+def cumulative_us(module: str, env: dict[str, str], cwd: str) -> int:
     """The module's cumulative ``-X importtime`` figure, imported after pytest and importlib.metadata."""
     code = f"import pytest, importlib.metadata; import {module}"
     proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env, cwd=cwd,
@@ -39,8 +38,8 @@ def cumulative_us(module: str, env: Dict[str, str], cwd: str) -> int:
     raise RuntimeError(f"-X importtime printed no line for {module}:\n{proc.stderr[-2000:]}")
 
 
-def _rounds(runs: int, env: Dict[str, str], cwd: str) -> Dict[str, List[int]]:
-    times: Dict[str, List[int]] = {name: [] for name in PLUGINS}
+def _rounds(runs: int, env: dict[str, str], cwd: str) -> dict[str, list[int]]:
+    times: dict[str, list[int]] = {name: [] for name in PLUGINS}
     for module in PLUGINS.values():  # warm-up: writes bytecode caches where allowed
         cumulative_us(module, env, cwd)
     for i in range(runs):
@@ -50,7 +49,7 @@ def _rounds(runs: int, env: Dict[str, str], cwd: str) -> Dict[str, List[int]]:
     return times
 
 
-def _result(name: str, what: str, times: Dict[str, List[int]], checked: bool, target: float = None) -> Result:
+def _result(name: str, what: str, times: dict[str, list[int]], checked: bool, target: float = None) -> Result:
     ours, theirs = times["trtcap"], times["hypothesis"]
     print(f"{what}")
     for label, times_us in (("pytest_trtcap.plugin:    ", ours), ("_hypothesis_pytestplugin:", theirs)):
@@ -65,7 +64,7 @@ def _result(name: str, what: str, times: Dict[str, List[int]], checked: bool, ta
     return result
 
 
-def run(quick: bool = False, runs: int = 0) -> List[Result]:
+def run(quick: bool = False, runs: int = 0) -> list[Result]:
     runs = runs or (3 if quick else 40)
     banner(f"plugin import cost: python -X importtime -c \"import pytest, importlib.metadata; import PLUGIN\", "
            f"{runs} rounds, trtcap and hypothesis alternated")
@@ -85,7 +84,7 @@ def run(quick: bool = False, runs: int = 0) -> List[Result]:
     return results
 
 
-def main(argv: List[str] = None) -> int:
+def main(argv: list[str] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a few rounds, no target checked")
     parser.add_argument("--runs", type=int, default=0, help="rounds (default 40, 3 with --quick)")

@@ -22,7 +22,8 @@ import os
 import sys
 import tempfile
 import time
-from typing import Callable, Dict, List, NamedTuple, Tuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -34,7 +35,7 @@ TEN_FIXTURES_TARGET = 1.10  # a test with ten function fixtures pays ten fixture
 BLOCK = 50  # iterations per block; the contenders alternate block by block
 
 
-def _state() -> Tuple[dict, object, object]:
+def _state() -> tuple[dict, object, object]:
     import trtcap_guards as guards
 
     guards.import_torch_tensorrt()
@@ -44,7 +45,7 @@ def _state() -> Tuple[dict, object, object]:
     return DYNAMO_ATEN_CONVERTERS, _atomic_subgraphs, guards
 
 
-def _extra_state() -> Tuple[list, list]:
+def _extra_state() -> tuple[list, list]:
     """The rest of what isolation holds: (pass lists, tables), for the naive fixture to copy and put back."""
     from torch_tensorrt.dynamo.lowering import _decomposition_groups as groups
     from torch_tensorrt.dynamo.lowering.constant_fold_exclusions import _core as fold
@@ -56,9 +57,9 @@ def _extra_state() -> Tuple[list, list]:
     return lists, tables
 
 
-def _alternate(contenders: Dict[str, Callable[[], int]], iterations: int) -> Dict[str, List[float]]:
+def _alternate(contenders: dict[str, Callable[[], int]], iterations: int) -> dict[str, list[float]]:
     """Per-iteration times in microseconds; contenders alternate in blocks of ``BLOCK`` iterations."""
-    times: Dict[str, List[float]] = {name: [] for name in contenders}
+    times: dict[str, list[float]] = {name: [] for name in contenders}
     for fn in contenders.values():  # warm-up
         for _ in range(BLOCK):
             fn()
@@ -74,7 +75,7 @@ def _alternate(contenders: Dict[str, Callable[[], int]], iterations: int) -> Dic
     return times
 
 
-def per_test(iterations: int, quick: bool) -> List[Result]:
+def per_test(iterations: int, quick: bool) -> list[Result]:
     table, atomic_module, guards = _state()
     lists, tables = _extra_state()
     from pytest_trtcap.isolation.frames import Isolation
@@ -207,7 +208,7 @@ SHAPES = {
 }
 
 
-def suite(n_tests: int, runs: int, quick: bool, shape: str = "trivial") -> List[Result]:
+def suite(n_tests: int, runs: int, quick: bool, shape: str = "trivial") -> list[Result]:
     make, name, label, target = SHAPES[shape]
     banner(f"isolation in a suite ({shape}): {n_tests} tests, conftest imports torch_tensorrt, "
            f"{runs} run(s) each side, alternated")
@@ -252,14 +253,14 @@ def suite(n_tests: int, runs: int, quick: bool, shape: str = "trivial") -> List[
     return [result]
 
 
-def run(quick: bool = False, iterations: int = 0, tests: int = 0, runs: int = 0) -> List[Result]:
+def run(quick: bool = False, iterations: int = 0, tests: int = 0, runs: int = 0) -> list[Result]:
     iterations = iterations or (300 if quick else 5000)
     tests = tests or (20 if quick else 2000)
     runs = runs or (1 if quick else 5)
     return per_test(iterations, quick) + [r for shape in SHAPES for r in suite(tests, runs, quick, shape)]
 
 
-def main(argv: List[str] = None) -> int:
+def main(argv: list[str] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, no timing assertions")
     parser.add_argument("--iterations", type=int, default=0, help="per-test iterations (default 5000)")

@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from typing import Dict, List, NamedTuple, Tuple
+from typing import NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -34,7 +34,7 @@ class Plugin(NamedTuple):
     label: str  # row name stem
     distribution: str  # its distribution name
     requirement: str  # what pip installs (this project: the wheel built from the checkout)
-    entry_points: Tuple[str, ...]  # its pytest11 names: ``-p no:NAME`` turns it off
+    entry_points: tuple[str, ...]  # its pytest11 names: ``-p no:NAME`` turns it off
 
 
 YARDSTICKS = [Plugin("timeout", "pytest-timeout", "pytest-timeout", ("timeout",)),
@@ -45,7 +45,7 @@ def _python(venv: str) -> str:
     return os.path.join(venv, "bin", "python")
 
 
-def _install(venv: str, wheels: str) -> List[Plugin]:
+def _install(venv: str, wheels: str) -> list[Plugin]:
     """A virtual environment with this pytest, the yardsticks and this project's wheel, none byte-compiled."""
     import pytest
 
@@ -73,7 +73,7 @@ def _drop_bytecode(venv: str, plugin: Plugin) -> None:
         shutil.rmtree(os.path.join(folder, "__pycache__"), ignore_errors=True)
 
 
-def _versions(venv: str, plugins: List[Plugin]) -> Dict[str, str]:
+def _versions(venv: str, plugins: list[Plugin]) -> dict[str, str]:
     """``pytest-timeout 2.4.0`` and so on, as installed."""
     out = subprocess.run([_python(venv), "-c", "import sys, importlib.metadata as m; "
                           "print(*(m.version(d) for d in sys.argv[1:]))", *(p.distribution for p in plugins)],
@@ -81,7 +81,7 @@ def _versions(venv: str, plugins: List[Plugin]) -> Dict[str, str]:
     return {p.label: f"{p.distribution} {v}" for p, v in zip(plugins, out)}
 
 
-def _rows(venv: str, workdir: str, plugins: List[Plugin], rounds: int) -> List[Result]:
+def _rows(venv: str, workdir: str, plugins: list[Plugin], rounds: int) -> list[Result]:
     everything = [name for plugin in plugins for name in plugin.entry_points]
     base = [_python(venv), "-m", "pytest", "--collect-only", "-q", "test_one.py"]
     env = clean_env(PYTHONHASHSEED="0")
@@ -89,7 +89,7 @@ def _rows(venv: str, workdir: str, plugins: List[Plugin], rounds: int) -> List[R
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     alone = base[:3] + [a for name in everything for a in ("-p", f"no:{name}")] + base[3:]
     subprocess.run(alone, cwd=workdir, env=env, stdout=subprocess.DEVNULL, check=True)  # pytest's own .pyc files
-    pairs: Dict[str, Dict[str, List[str]]] = {}
+    pairs: dict[str, dict[str, list[str]]] = {}
     for plugin in plugins:
         others = [a for name in everything if name not in plugin.entry_points for a in ("-p", f"no:{name}")]
         pairs[plugin.label] = {"with": base[:3] + others + base[3:], "without": alone}
@@ -107,7 +107,7 @@ def _rows(venv: str, workdir: str, plugins: List[Plugin], rounds: int) -> List[R
     return results
 
 
-def run(quick: bool = False) -> List[Result]:
+def run(quick: bool = False) -> list[Result]:
     if not available():
         print("\n== the lightest well-known plugins: valgrind is not installed, left out ==", flush=True)
         return []
@@ -125,7 +125,7 @@ def run(quick: bool = False) -> List[Result]:
         return _rows(os.path.join(workdir, "venv"), workdir, plugins, rounds)
 
 
-def main(argv: List[str] = None) -> int:
+def main(argv: list[str] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one run per side")
     run(parser.parse_args(argv).quick)

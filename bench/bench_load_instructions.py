@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from typing import Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,7 +39,7 @@ def available() -> bool:
     return shutil.which("valgrind") is not None
 
 
-def instructions(cmd: List[str], cwd: str, env: Dict[str, str]) -> int:
+def instructions(cmd: list[str], cwd: str, env: dict[str, str]) -> int:
     """Instructions executed by ``cmd`` (a fresh process, counted by valgrind); raises if it fails."""
     proc = subprocess.run(VALGRIND + cmd, cwd=cwd, env=env, capture_output=True, text=True)
     found = _REFS.search(proc.stderr)
@@ -54,10 +53,10 @@ def instructions(cmd: List[str], cwd: str, env: Dict[str, str]) -> int:
 #: command (pytest alone is the baseline of every lightest-plugin row; xdist's "with" side is ours "without"); a
 #: smoke run needs each row to run, not the repeats, so it counts each command once. With the hash seed fixed, two
 #: counts of one command agree to a few in a million. Full runs count every run.
-_COUNTED_ONCE: Dict[Tuple[Tuple[str, ...], str, Tuple[Tuple[str, str], ...]], int] = {}
+_COUNTED_ONCE: dict[tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]], int] = {}
 
 
-def _count(cmd: List[str], cwd: str, env: Dict[str, str], once: bool) -> int:
+def _count(cmd: list[str], cwd: str, env: dict[str, str], once: bool) -> int:
     if not once:
         return instructions(cmd, cwd, env)
     key = (tuple(cmd), cwd, tuple(sorted(env.items())))
@@ -66,12 +65,12 @@ def _count(cmd: List[str], cwd: str, env: Dict[str, str], once: bool) -> int:
     return _COUNTED_ONCE[key]
 
 
-def _pair(name: str, what: str, commands: Dict[str, List[str]], rounds: int, cwd: str, env: Dict[str, str],
+def _pair(name: str, what: str, commands: dict[str, list[str]], rounds: int, cwd: str, env: dict[str, str],
           warm: bool) -> Result:
     if warm:  # writes the bytecode caches the counted runs read
         for cmd in commands.values():
             subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    counts: Dict[str, List[int]] = {side: [] for side in commands}
+    counts: dict[str, list[int]] = {side: [] for side in commands}
     for i in range(rounds):
         for side in (list(commands) if i % 2 == 0 else list(reversed(list(commands)))):
             counts[side].append(_count(commands[side], cwd, env, once=rounds == 1))
@@ -87,7 +86,7 @@ def _pair(name: str, what: str, commands: Dict[str, List[str]], rounds: int, cwd
     return result
 
 
-def run(quick: bool = False) -> List[Result]:
+def run(quick: bool = False) -> list[Result]:
     if not available():
         print("\n== plugin load in CPU instructions: valgrind is not installed, left out ==", flush=True)
         return []
@@ -121,7 +120,7 @@ print(json.dumps({name: module.__file__ for name, module in sys.modules.items()
 """
 
 
-def _folded_floor(ours: Dict[str, List[str]], rounds: int, workdir: str, uncached: Dict[str, str],
+def _folded_floor(ours: dict[str, list[str]], rounds: int, workdir: str, uncached: dict[str, str],
                   source: str) -> Result:
     """The plugin's entry module replaced by the code of every module the entry point loads (the whole dormant
     path, the guard library's package included), inside ``if False:``: parsed and compiled each run as pytest does
@@ -146,8 +145,8 @@ def _folded_floor(ours: Dict[str, List[str]], rounds: int, workdir: str, uncache
     return _pair("plugin_load_instructions_folded_floor", what, ours, rounds, workdir, env, warm=False)
 
 
-def _lean(base: List[str], rounds: int, workdir: str, cached: Dict[str, str],
-          uncached: Dict[str, str]) -> List[Result]:
+def _lean(base: list[str], rounds: int, workdir: str, cached: dict[str, str],
+          uncached: dict[str, str]) -> list[Result]:
     """The same pair with every other installed pytest plugin off on both sides: pytest alone is the baseline.
     The rows above share their baseline with the environment's other plugins (hypothesis' imports hypothesis in
     every run here), which makes the plugin's share look smaller than it is against pytest alone."""
@@ -165,7 +164,7 @@ def _lean(base: List[str], rounds: int, workdir: str, cached: Dict[str, str],
     ]
 
 
-def _xdist_yardstick(base: List[str], rounds: int, workdir: str, cached: Dict[str, str]) -> List[Result]:
+def _xdist_yardstick(base: list[str], rounds: int, workdir: str, cached: dict[str, str]) -> list[Result]:
     """pytest-xdist's plugin counted as ours is: with its installed bytecode, and from a source-only copy of its
     package under ``PYTHONDONTWRITEBYTECODE=1`` (pytest rewrites a plugin's modules as it does ours)."""
     try:
@@ -188,7 +187,7 @@ def _xdist_yardstick(base: List[str], rounds: int, workdir: str, cached: Dict[st
     ]
 
 
-def main(argv: List[str] = None) -> int:
+def main(argv: list[str] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one run per side")
     run(parser.parse_args(argv).quick)

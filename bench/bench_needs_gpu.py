@@ -16,7 +16,6 @@ import argparse
 import os
 import sys
 import tempfile
-from typing import List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,7 +35,7 @@ def pytest_sessionfinish(session):
 '''
 
 
-def suite(n_tests: int, runs: int, quick: bool) -> List[Result]:
+def suite(n_tests: int, runs: int, quick: bool) -> list[Result]:
     banner(f"--trtcap-needs-gpu skip vs fail: {n_tests} passing tests, "
            f"{runs} round(s) of three runs (skip, fail, fail again)")
     with tempfile.TemporaryDirectory(prefix="trtcap-bench-needs-gpu-") as workdir:
@@ -82,11 +81,11 @@ def suite(n_tests: int, runs: int, quick: bool) -> List[Result]:
     return [result]
 
 
-def run(quick: bool = False, tests: int = 0, runs: int = 0) -> List[Result]:
+def run(quick: bool = False, tests: int = 0, runs: int = 0) -> list[Result]:
     return suite(tests or (20 if quick else 2000), runs or (1 if quick else 15), quick)
 
 
-def main(argv: List[str] = None) -> int:
+def main(argv: list[str] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, no timing assertions")
     parser.add_argument("--tests", type=int, default=0, help="tests in the generated suite (default 2000)")

@@ -24,8 +24,9 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Tuple
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -35,7 +36,7 @@ TARGET = 1.05
 DIM = 16
 
 
-def build_graph(blocks: int) -> Tuple[Any, Any, float]:
+def build_graph(blocks: int) -> tuple[Any, Any, float]:
     """The lowered graph module the partitioner receives, its settings, and the seconds export + lowering took."""
     import trtcap_guards as guards
 
@@ -66,7 +67,7 @@ def build_graph(blocks: int) -> Tuple[Any, Any, float]:
     return gm, settings, time.perf_counter() - start
 
 
-def layout(gm: Any) -> Tuple[str, ...]:
+def layout(gm: Any) -> tuple[str, ...]:
     """The partitioned module's children in order (``_run_on_acc_0``...)."""
     return tuple(n.target for n in gm.graph.nodes if n.op == "call_module")
 
@@ -94,7 +95,7 @@ def counting_guard_consultations() -> Iterator[Counter]:
         registry.rejecting_rule = inner
 
 
-def partition_once(gm: Any, installed: bool) -> Tuple[float, float, Tuple[str, ...]]:
+def partition_once(gm: Any, installed: bool) -> tuple[float, float, tuple[str, ...]]:
     """(CPU seconds, wall seconds, layout) of one ``fast_partition`` on a fresh deep copy."""
     from torch_tensorrt.dynamo import partitioning
 
@@ -112,7 +113,7 @@ def partition_once(gm: Any, installed: bool) -> Tuple[float, float, Tuple[str, .
     return cpu, wall, layout(partitioned)
 
 
-def partition_round(gm: Any, order: Tuple[bool, bool]) -> Dict[bool, Tuple[float, float, Tuple[str, ...]]]:
+def partition_round(gm: Any, order: tuple[bool, bool]) -> dict[bool, tuple[float, float, tuple[str, ...]]]:
     """One round: both sides back to back (copies made first, so the two timed runs are adjacent in time)."""
     from torch_tensorrt.dynamo import partitioning
 
@@ -145,7 +146,7 @@ def per_call_ns(fn: Callable[[], Any], calls: int, repeats: int = 7) -> float:
     return median(samples)
 
 
-def validator_pass_ms(gm: Any, settings: Any, repeats: int) -> Tuple[float, float, int]:
+def validator_pass_ms(gm: Any, settings: Any, repeats: int) -> tuple[float, float, int]:
     """Every call_function node through its first converter's validator, as ``fast_partition`` consults them.
 
     Returns (guarded ms, stock ms, nodes): medians over ``repeats`` sweeps of the whole graph, alternated.
@@ -165,14 +166,14 @@ def validator_pass_ms(gm: Any, settings: Any, repeats: int) -> Tuple[float, floa
             entry[index](entry[2], settings)
         return (time.perf_counter() - start) * 1e3
 
-    samples: Dict[int, List[float]] = {0: [], 1: []}
+    samples: dict[int, list[float]] = {0: [], 1: []}
     for i in range(repeats):
         for index in ((0, 1) if i % 2 == 0 else (1, 0)):
             samples[index].append(sweep(index))
     return median(samples[0]), median(samples[1]), len(calls)
 
 
-def run(quick: bool = False, blocks: int = 0, runs: int = 0) -> List[Result]:
+def run(quick: bool = False, blocks: int = 0, runs: int = 0) -> list[Result]:
     import trtcap_guards as guards
 
     blocks = blocks or (5 if quick else 300)
@@ -190,7 +191,7 @@ def run(quick: bool = False, blocks: int = 0, runs: int = 0) -> List[Result]:
     was_installed = guards.is_installed()
     previous = (DYNAMO_CONVERTERS.compilation_settings, DYNAMO_CONVERTERS.disallowed_targets)
     DYNAMO_CONVERTERS.set_compilation_settings(settings)
-    results: List[Result] = []
+    results: list[Result] = []
     # Everything alive now (torch, the graph) is moved out of the collector's generations, so the collection
     # before each timed run is quick and the two runs of a round follow each other closely. Both sides
     # allocate the same way; collections during a run still happen as usual.
@@ -210,7 +211,7 @@ def run(quick: bool = False, blocks: int = 0, runs: int = 0) -> List[Result]:
     return results
 
 
-def partition_at(gm: Any, settings: Any, target: str, runs: int, quick: bool, ops: Counter) -> List[Result]:
+def partition_at(gm: Any, settings: Any, target: str, runs: int, quick: bool, ops: Counter) -> list[Result]:
     """Partition timings, the whole-graph validator pass and the per-call figures at one declared target."""
     import trtcap_guards as guards
 
@@ -221,8 +222,8 @@ def partition_at(gm: Any, settings: Any, target: str, runs: int, quick: bool, op
     guards.install()
     with counting_guard_consultations() as consulted:
         _, _, guarded_layout = partition_once(gm, True)
-    cpu: Dict[bool, List[float]] = {True: [], False: []}
-    wall: Dict[bool, List[float]] = {True: [], False: []}
+    cpu: dict[bool, list[float]] = {True: [], False: []}
+    wall: dict[bool, list[float]] = {True: [], False: []}
     layouts = {guarded_layout}
     for i in range(runs):
         order = (True, False) if i % 2 == 0 else (False, True)
@@ -279,7 +280,7 @@ def partition_at(gm: Any, settings: Any, target: str, runs: int, quick: bool, op
     return results
 
 
-def per_call(gm: Any, settings: Any, target: str, quick: bool, per_node_ns: float) -> List[Result]:
+def per_call(gm: Any, settings: Any, target: str, quick: bool, per_node_ns: float) -> list[Result]:
     """The predicate and the guarded ``aten.linear`` validator per call, at the declared target."""
     from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_ATEN_CONVERTERS
 
@@ -309,7 +310,7 @@ def per_call(gm: Any, settings: Any, target: str, quick: bool, per_node_ns: floa
     ]
 
 
-def main(argv: List[str] = None) -> int:
+def main(argv: list[str] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny graph, no timing assertions")
     parser.add_argument("--blocks", type=int, default=0,

@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -121,7 +120,7 @@ def _measure_suite(workdir: str, env: dict, quick: bool) -> tuple:
     return median(times["plugin"]), median(times["no plugin"]), median(ratios), cpu_text, ratios
 
 
-def run(quick: bool = False, runs: int = 0) -> List[Result]:
+def run(quick: bool = False, runs: int = 0) -> list[Result]:
     runs = runs or (2 if quick else 80)  # at least 40; 80 narrow the noise band by a factor sqrt(2)
     runs_no_pyc = runs
     banner(f"plugin load: pytest --collect-only -q of a one-test file, {runs} runs each, alternated")
@@ -196,7 +195,7 @@ def run(quick: bool = False, runs: int = 0) -> List[Result]:
     return [result, raw, plain_run, suite] + bench_import_cost.run(quick)
 
 
-def main(argv: List[str] = None) -> int:
+def main(argv: list[str] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a few runs, no timing assertions")
     parser.add_argument("--runs", type=int, default=0, help="runs per side (default 80, 2 with --quick)")

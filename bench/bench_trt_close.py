@@ -17,7 +17,8 @@ import gc
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, List, NamedTuple, Tuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -27,7 +28,7 @@ TARGET = 1.05
 BLOCK = 25
 
 
-def _cases(torch: Any) -> List[Tuple[str, str, Any, Any, bool]]:
+def _cases(torch: Any) -> list[tuple[str, str, Any, Any, bool]]:
     """(name, description, actual, expected, checked against the target)."""
     gen = torch.Generator().manual_seed(0)
 
@@ -59,9 +60,9 @@ def _time(fn: Callable[..., None], actual: Any, expected: Any) -> int:
 
 
 class Timings(NamedTuple):
-    ours: List[int]  # per-call nanoseconds
-    theirs: List[int]
-    ratios: List[float]  # per block: the median of ours over the median of theirs, timed back to back
+    ours: list[int]  # per-call nanoseconds
+    theirs: list[int]
+    ratios: list[float]  # per block: the median of ours over the median of theirs, timed back to back
 
 
 def measure(ours: Callable[..., None], theirs: Callable[..., None], actual: Any, expected: Any,
@@ -70,7 +71,7 @@ def measure(ours: Callable[..., None], theirs: Callable[..., None], actual: Any,
     for _ in range(5):
         ours(actual, expected)
         theirs(actual, expected)
-    times: Dict[str, List[int]] = {"ours": [], "theirs": []}
+    times: dict[str, list[int]] = {"ours": [], "theirs": []}
     ratios = []
     gc.disable()
     try:
@@ -85,7 +86,7 @@ def measure(ours: Callable[..., None], theirs: Callable[..., None], actual: Any,
     return Timings(times["ours"], times["theirs"], ratios)
 
 
-def run(quick: bool = False, iterations: int = 0) -> List[Result]:
+def run(quick: bool = False, iterations: int = 0) -> list[Result]:
     import torch
 
     from pytest_trtcap import assert_trt_close
@@ -112,7 +113,7 @@ def run(quick: bool = False, iterations: int = 0) -> List[Result]:
     return results
 
 
-def main(argv: List[str] = None) -> int:
+def main(argv: list[str] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="few calls, no timing assertions")
     parser.add_argument("--iterations", type=int, default=0, help="calls per side (default 4000; 200 for 1000x1000)")

@@ -15,7 +15,8 @@ import subprocess
 import sys
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -113,7 +114,7 @@ NOTES = [
 ]
 
 
-def _benchmarks() -> List[Tuple[str, Callable[[bool], List[Result]]]]:
+def _benchmarks() -> list[tuple[str, Callable[[bool], list[Result]]]]:
     import bench_isolation
     import bench_lightest_plugins
     import bench_load_instructions
@@ -133,7 +134,7 @@ def _benchmarks() -> List[Tuple[str, Callable[[bool], List[Result]]]]:
     ]
 
 
-def run_compare(quick: bool) -> Tuple[Optional[int], str, List[str]]:
+def run_compare(quick: bool) -> tuple[int | None, str, list[str]]:
     """bench/bench_compare.py (written separately), if it exists: (exit status, output, command)."""
     if not os.path.exists(COMPARE):
         return None, "", []
@@ -149,7 +150,7 @@ def run_compare(quick: bool) -> Tuple[Optional[int], str, List[str]]:
 COUNTED = {"plugin_load": "plugin_load_instructions", "plugin_load_no_pyc": "plugin_load_instructions_no_pyc"}
 
 
-def link_counts(results: List[Result]) -> None:
+def link_counts(results: list[Result]) -> None:
     """Give each wall-time plugin-load figure its instruction count, which its verdict then heeds."""
     by_name = {r.name: r for r in results}
     for wall, counted in COUNTED.items():
@@ -157,7 +158,7 @@ def link_counts(results: List[Result]) -> None:
             by_name[wall].counted = by_name[counted].ratio
 
 
-def table(results: List[Result]) -> List[str]:
+def table(results: list[Result]) -> list[str]:
     lines = ["| benchmark | measured (median) | baseline (median) | ratio | target | verdict |",
              "|---|---|---|---|---|---|"]
     for r in results:
@@ -209,8 +210,8 @@ def sync_docs(results_path: str, doc_path: str = BENCHMARKS_DOC) -> None:
         f.write(text[:start] + "\n" + block + "\n" + text[end:])
 
 
-def write_results(path: str, info: Dict[str, str], command: str, results: List[Result], elapsed: float,
-                  log: List[str], compare: Tuple[Optional[int], str, List[str]]) -> None:
+def write_results(path: str, info: dict[str, str], command: str, results: list[Result], elapsed: float,
+                  log: list[str], compare: tuple[int | None, str, list[str]]) -> None:
     out = [
         "# Benchmark results",
         "",
@@ -240,7 +241,7 @@ def write_results(path: str, info: Dict[str, str], command: str, results: List[R
         f.write("\n".join(out) + "\n")
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes for a CI smoke run; no timing assertions")
     parser.add_argument("--results", default=None,
@@ -257,8 +258,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     sys.stdout.flush()
 
     start = time.perf_counter()
-    results: List[Result] = []
-    crashed: List[str] = []
+    results: list[Result] = []
+    crashed: list[str] = []
     tee = _Tee(sys.stdout)
     sys.stdout = tee
     try:

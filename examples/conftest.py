@@ -5,7 +5,8 @@ device that import only works because the plugin answers torch_tensorrt's two im
 (see the ``trtcap: gpu-less import`` header line). Run it on two arms with ``trtcap sweep``.
 """
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch

@@ -21,7 +21,7 @@ if __name__ != "trtcap_guards":
 import importlib
 import sys
 from types import ModuleType
-from typing import Any, List
+from typing import Any
 
 #: Every submodule, imported on first access (``trtcap_guards.rules``) like the exports, and on each access answered
 #: from ``sys.modules`` (``_Package``); here, not in ``exports``, because ``from trtcap_guards import tooling`` asks
@@ -50,7 +50,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def __dir__() -> List[str]:
+def __dir__() -> list[str]:
     from .exports import EXPORTS
 
     return sorted(set(globals()) | set(EXPORTS) | set(_SUBMODULES) | {"__all__"})

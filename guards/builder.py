@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import Any, NamedTuple
 
 from .process_state import STATE, changing
 from .targets import RTX_SUPPORTED, Capability, CapabilityDecision, capability_decision, format_targets
@@ -39,9 +39,9 @@ _DECLARES = "compute_capabilit"  # in a name of upstream code: it declares the b
 class BuilderTargets:
     """What a builder config is told, and why (the report header prints ``describe()``)."""
 
-    capabilities: Tuple[Capability, ...]  # passed to set_compute_capability, in order
+    capabilities: tuple[Capability, ...]  # passed to set_compute_capability, in order
     current: bool  # ComputeCapability.CURRENT instead (nothing declared, a CUDA device exists)
-    dropped: Tuple[Capability, ...]  # declared, but TensorRT-RTX has no ComputeCapability for them
+    dropped: tuple[Capability, ...]  # declared, but TensorRT-RTX has no ComputeCapability for them
     source: str  # the decision's source: "declared", "TRTCAP_TARGET_SM", "host device", "none", ...
     origin: str
     reason: str  # why nothing is set, or where the targets came from
@@ -221,7 +221,7 @@ def builder_targets_installed() -> bool:
     return cls is not None and is_builder_wrapper(cls.__dict__.get(POPULATE))
 
 
-def upstream_sets_builder_targets() -> Optional[bool]:
+def upstream_sets_builder_targets() -> bool | None:
     """Whether the installed Torch-TensorRT declares the targets itself; None until its interpreter is imported."""
     cls = _interpreter_class()
     if cls is None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Any, Iterable, Optional, Sequence, Tuple
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .environment import BACKENDS, ENV_BACKEND, ENV_TARGETS, TURING, Capability, format_capability  # noqa: F401 - TURING re-exported
 from .process_state import STATE
 
 #: Compute capabilities TensorRT-RTX builds engines for (``tensorrt_rtx.ComputeCapability``).
-RTX_SUPPORTED: Tuple[Capability, ...] = ((7, 5), (8, 0), (8, 6), (8, 9), (12, 0), (12, 1))
+RTX_SUPPORTED: tuple[Capability, ...] = ((7, 5), (8, 0), (8, 6), (8, 9), (12, 0), (12, 1))
 
 _DOTTED = re.compile(r"^(\d{1,2})\.(\d)$", re.ASCII)  # other scripts' digits are no capability
 _COMPACT = re.compile(r"^(?:sm_?)?(\d{1,2})(\d)$", re.IGNORECASE | re.ASCII)
@@ -60,14 +61,14 @@ class _Read(tuple):
     __slots__ = ()
 
 
-def _parse_text(text: str, name: str) -> Tuple[Capability, ...]:
+def _parse_text(text: str, name: str) -> tuple[Capability, ...]:
     items = [part.strip() for part in text.split(",")]
     if any(not item for item in items):
         raise ValueError(f"{name}: empty compute capability in {shown(text)}")
     return _Read(dict.fromkeys(_parse_one(item, name, text) for item in items))
 
 
-def int_pair(value: Any, maxima: Tuple[Optional[int], Optional[int]] = (None, None)) -> Optional[Tuple[int, int]]:
+def int_pair(value: Any, maxima: tuple[int | None, int | None] = (None, None)) -> tuple[int, int] | None:
     """``value`` as two non-negative ints (bools are not counts) within ``maxima``, or None.
 
     The one check behind compute-capability pairs here and ``(acc, gpu)`` partition counts in the plugin.
@@ -92,7 +93,7 @@ def check_pair(value: Any, name: str) -> Capability:
     )
 
 
-def unsupported_message(caps: Sequence[Capability], name: str) -> Optional[str]:
+def unsupported_message(caps: Sequence[Capability], name: str) -> str | None:
     """The ``UnsupportedTargetWarning`` text for the capabilities TensorRT-RTX does not build for, or None."""
     unsupported = [c for c in caps if c not in RTX_SUPPORTED]
     if not unsupported:
@@ -111,7 +112,7 @@ def _warn_unsupported(caps: Sequence[Capability], name: str, stacklevel: int) ->
         warnings.warn(message, UnsupportedTargetWarning, stacklevel=stacklevel + 1)
 
 
-def parse_targets(text: str, name: str = ENV_TARGETS, *, warn: bool = True) -> Tuple[Capability, ...]:
+def parse_targets(text: str, name: str = ENV_TARGETS, *, warn: bool = True) -> tuple[Capability, ...]:
     """Parse ``7.5``, ``75``, ``sm_75``, ``SM75`` or a comma list; errors name ``name`` and the value.
 
     Spaces around an item are ignored; inside one (``7 .5``, ``sm 75``) they are an error. A capability
@@ -127,12 +128,12 @@ def parse_targets(text: str, name: str = ENV_TARGETS, *, warn: bool = True) -> T
     return caps
 
 
-def coerce_targets(targets: Any, name: str, *, warn: bool = True) -> Tuple[Capability, ...]:
+def coerce_targets(targets: Any, name: str, *, warn: bool = True) -> tuple[Capability, ...]:
     """A string (``parse_targets``) or an iterable of strings and ``(major, minor)`` pairs; ValueError naming
     ``name`` and the value otherwise. Warns about unsupported capabilities like ``parse_targets``. What this module
     read already is taken as it is."""
     if isinstance(targets, _Read):
-        caps: Tuple[Capability, ...] = targets
+        caps: tuple[Capability, ...] = targets
     elif isinstance(targets, str):
         caps = _parse_text(targets, name)
     else:
@@ -159,7 +160,7 @@ def parse_backend(text: str, name: str = ENV_BACKEND) -> str:
     return value
 
 
-def read_env_targets(text: str) -> Tuple[Capability, ...]:
+def read_env_targets(text: str) -> tuple[Capability, ...]:
     """``TRTCAP_TARGET_SM`` as the predicate reads it on every cache miss: each value is read once
     (``STATE.env_targets``), and an unsupported target reported when first read; a warnings filter that makes the
     warning an error cannot make the predicate (and so a validator) raise."""

@@ -13,7 +13,6 @@ import importlib.machinery
 import os
 import re
 import sys
-from typing import Dict, Optional
 
 TORCH_TENSORRT = ("torch-tensorrt-rtx", "torch-tensorrt")  # in the order a backend is decided
 
@@ -22,10 +21,10 @@ def _normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def _scan(names: tuple) -> Dict[str, str]:
+def _scan(names: tuple) -> dict[str, str]:
     """Normalized name -> version ('' where the folder name has none) of each of ``names`` found on sys.path."""
     wanted = {_normalized(n) for n in names}
-    found: Dict[str, str] = {}
+    found: dict[str, str] = {}
     for entry in sys.path:
         try:
             with os.scandir(entry or ".") as it:
@@ -42,10 +41,10 @@ def _scan(names: tuple) -> Dict[str, str]:
     return found
 
 
-def installed_versions() -> Dict[str, Optional[str]]:
+def installed_versions() -> dict[str, str | None]:
     """Distribution name -> version for each Torch-TensorRT distribution installed (absent ones left out)."""
     found = _scan(TORCH_TENSORRT)
-    out: Dict[str, Optional[str]] = {}
+    out: dict[str, str | None] = {}
     for dist in TORCH_TENSORRT:
         if _normalized(dist) in found:
             out[dist] = found[_normalized(dist)] or None
@@ -53,7 +52,7 @@ def installed_versions() -> Dict[str, Optional[str]]:
         return out
     from importlib import metadata  # the scan could not tell: ask the full machinery
 
-    full: Dict[str, Optional[str]] = {}
+    full: dict[str, str | None] = {}
     for dist in TORCH_TENSORRT:
         try:
             full[dist] = metadata.version(dist)

@@ -9,7 +9,6 @@ PYTEST_DONT_REWRITE: pytest rewrites the asserts of a plugin's modules as it imp
 pytest run whose bytecode is not cached; this module, loaded in every run, has no assert to rewrite.
 """
 
-from typing import Tuple
 
 ENV_TARGETS = "TRTCAP_TARGET_SM"
 ENV_BACKEND = "TRTCAP_BACKEND"
@@ -18,7 +17,7 @@ BACKENDS = ("auto", "rtx", "standard")
 #: The capability markers, in the order of the rules table (``rules.RULES``), whose rules name them here.
 FP32_GEMM, CDIST_MATMUL, CONV3D, BF16 = MARKERS = ("trt_fp32_gemm", "trt_cdist_matmul", "trt_conv3d", "trt_bf16")
 
-Capability = Tuple[int, int]
+Capability = tuple[int, int]
 
 TURING: Capability = (7, 5)
 

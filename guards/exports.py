@@ -5,12 +5,11 @@ environment (for the names in ``environment``), and most runs never ask it for a
 loaded. ``__all__`` is this table's keys.
 """
 
-from typing import Dict
 
 #: Public name -> the submodule that defines it (``submodule.attribute`` where the names differ). Imported on first
 #: use (PEP 562): the pytest plugin loads in every pytest run of an environment, and most runs never ask the
 #: guards anything.
-EXPORTS: Dict[str, str] = {
+EXPORTS: dict[str, str] = {
     "BuilderTargets": "builder", "apply_builder_targets": "builder", "builder_targets": "builder",
     "builder_targets_enabled": "builder", "builder_targets_installed": "builder",
     "enable_builder_targets": "builder", "plan_builder_targets": "builder",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from types import ModuleType
-from typing import Any, Optional
+from typing import Any
 
 from .environment import Capability
 from .environment import format_capability as _format
@@ -30,9 +30,9 @@ class GpuLessStatus:
 
     def __init__(self) -> None:
         self.applied = False
-        self.capability: Optional[Capability] = None
+        self.capability: Capability | None = None
         self.detail = "not attempted"
-        self.at_import: Optional[Capability] = None  # what the import itself was answered, where targets came later
+        self.at_import: Capability | None = None  # what the import itself was answered, where targets came later
 
     def __repr__(self) -> str:
         return (f"GpuLessStatus(applied={self.applied!r}, capability={self.capability!r}, detail={self.detail!r}, "
@@ -55,7 +55,7 @@ def status() -> GpuLessStatus:
     return record
 
 
-def answer_device_queries(capability: Optional[Capability] = None) -> bool:
+def answer_device_queries(capability: Capability | None = None) -> bool:
     """Answer the two import-time device queries if no CUDA device exists; True if it did."""
     import torch
 
@@ -94,7 +94,7 @@ def answer_device_queries(capability: Optional[Capability] = None) -> bool:
     return True
 
 
-def follow_targets(capability: Optional[Capability]) -> None:
+def follow_targets(capability: Capability | None) -> None:
     """Answer later device queries with ``capability``: targets that became known only after the import
     (a conftest imports torch_tensorrt before its own ``pytest_trtcap_target_capabilities`` could answer)."""
     record = status()
@@ -106,7 +106,7 @@ def follow_targets(capability: Optional[Capability]) -> None:
     record.detail = f"applied ({_format(record.capability)})"
 
 
-def import_torch_tensorrt(capability: Optional[Capability] = None) -> ModuleType:
+def import_torch_tensorrt(capability: Capability | None = None) -> ModuleType:
     """``import torch_tensorrt``, answering its device queries first where no CUDA device exists."""
     module = sys.modules.get("torch_tensorrt")
     if module is not None:

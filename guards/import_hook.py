@@ -12,20 +12,21 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import sys
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any
 
-Capability = Tuple[int, int]
+Capability = tuple[int, int]
 
 
-def _answer(capability: Optional[Capability]) -> None:
+def _answer(capability: Capability | None) -> None:
     from .gpuless import answer_device_queries
 
     answer_device_queries(capability)
 
 
 class _Loader(importlib.abc.Loader):
-    def __init__(self, inner: Any, before: Callable[[], Any], after: List[Callable[[ModuleType], Any]]) -> None:
+    def __init__(self, inner: Any, before: Callable[[], Any], after: list[Callable[[ModuleType], Any]]) -> None:
         self.inner, self.before, self.after = inner, before, after
 
     def create_module(self, spec: Any) -> Any:
@@ -50,8 +51,8 @@ class _Loader(importlib.abc.Loader):
 class _ImportHook(importlib.abc.MetaPathFinder):
     """Arranges the device answers at the moment ``torch_tensorrt`` is first imported, then steps aside."""
 
-    def __init__(self, answer: bool, after: List[Callable[[ModuleType], Any]],
-                 capability: Optional[Capability]) -> None:
+    def __init__(self, answer: bool, after: list[Callable[[ModuleType], Any]],
+                 capability: Capability | None) -> None:
         self.answer, self.after, self.capability = answer, after, capability
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:  # noqa: ARG002 - MetaPathFinder's signature
@@ -68,8 +69,8 @@ class _ImportHook(importlib.abc.MetaPathFinder):
 
 def install_import_hook(
     answer: bool = True,
-    after: Optional[List[Callable[[ModuleType], Any]]] = None,
-    capability: Optional[Capability] = None,
+    after: list[Callable[[ModuleType], Any]] | None = None,
+    capability: Capability | None = None,
 ) -> bool:
     """Run ``answer_device_queries(capability)`` (if ``answer``), then ``after`` callbacks, when torch_tensorrt is
     imported.
@@ -102,13 +103,13 @@ def remove_import_hook() -> None:
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _ImportHook)]
 
 
-def armed_hooks() -> List[Any]:
+def armed_hooks() -> list[Any]:
     """The hooks armed now: a pytest session run inside another (``pytest.main`` in a test) replaces the enclosing
     session's hook with its own, and gives these to ``rearm`` when it ends."""
     return [f for f in sys.meta_path if isinstance(f, _ImportHook)]
 
 
-def rearm(hooks: List[Any]) -> None:
+def rearm(hooks: list[Any]) -> None:
     """Disarm, then arm ``hooks`` (from ``armed_hooks``) again; where torch_tensorrt was imported meanwhile (under
     the hook that replaced them), call their ``after`` callbacks now instead, as that import would have."""
     remove_import_hook()

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any, Optional
+from typing import Any
 
 REGISTRY_MODULE = "torch_tensorrt.dynamo.conversion._ConverterRegistry"
 
 
-def loaded_converter_registry() -> Optional[Any]:
+def loaded_converter_registry() -> Any | None:
     """``DYNAMO_CONVERTERS`` where something imported its module; None where nothing did, or where that import
     failed half-way. Never imports."""
     return getattr(sys.modules.get(REGISTRY_MODULE), "DYNAMO_CONVERTERS", None)

@@ -8,12 +8,13 @@ answer and never raise.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, Optional, Tuple
+from collections.abc import Iterator
+from typing import Any
 
 #: Operand positions as (positional index, keyword name).
-Operands = Tuple[Tuple[int, str], ...]
+Operands = tuple[tuple[int, str], ...]
 
-_dtypes: Dict[str, Any] = {}
+_dtypes: dict[str, Any] = {}
 
 
 def _dtype(name: str) -> Any:
@@ -39,7 +40,7 @@ def _dtype_of(obj: Any) -> Any:
     return getattr(_val(obj), "dtype", None)
 
 
-def _shape_of(obj: Any) -> Optional[Tuple[Any, ...]]:
+def _shape_of(obj: Any) -> tuple[Any, ...] | None:
     shape = getattr(_val(obj), "shape", None)
     try:
         return tuple(shape) if shape is not None else None
@@ -77,7 +78,7 @@ def fp16_operand(node: Any, operands: Operands) -> bool:
     return _operand_has_dtype(node, operands, (_dtype("float16"),))
 
 
-def _operand_has_dtype(node: Any, operands: Operands, dtypes: Tuple[Any, ...]) -> bool:
+def _operand_has_dtype(node: Any, operands: Operands, dtypes: tuple[Any, ...]) -> bool:
     """Whether a listed operand has one of ``dtypes``, in one pass over them."""
     # a plain loop, not any() over a generator (SIM110): this runs for every GEMM node on Turing
     for index, name in operands:  # noqa: SIM110

@@ -17,7 +17,8 @@ pytest run whose bytecode is not cached; this module, loaded in every run, has n
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .environment import Capability
@@ -43,24 +44,24 @@ class ProcessState:
 
     def __init__(self) -> None:
         # declare_targets / declare_backend; ``version`` counts their changes (capability_decision caches on it)
-        self.targets: Optional[Tuple[Capability, ...]] = None
+        self.targets: tuple[Capability, ...] | None = None
         self.targets_origin = "declared"
-        self.backend: Optional[str] = None
+        self.backend: str | None = None
         self.backend_origin = "declared"
         self.version = 0
         self.builder_switch: Any = None  # enable_builder_targets: a builder.BuilderSwitch; None: its default
         self.neutralized: Counter = Counter()  # target -> depth of neutralize() blocks (they nest)
         self.fired: Counter = Counter()  # (rule, target) -> nodes rejected since the process started
         # the host probe's memo (a test may set it: ``targets._host``, the host seam) and what the probe found
-        self.host: Optional[Tuple[Capability, ...]] = None
-        self.probed: Optional[Tuple[Capability, ...]] = None
-        self.installed_backend: Optional[str] = None  # read from the installed distributions, once
+        self.host: tuple[Capability, ...] | None = None
+        self.probed: tuple[Capability, ...] | None = None
+        self.installed_backend: str | None = None  # read from the installed distributions, once
         #: ``TRTCAP_TARGET_SM`` values read so far, and what each reads as: the predicate re-reads the variable on
         #: every cache miss, and reads (and reports an unsupported target in) each value once.
-        self.env_targets: Dict[str, Tuple[Capability, ...]] = {}
+        self.env_targets: dict[str, tuple[Capability, ...]] = {}
         self.gpu_less: Any = None  # the GPU-less import's record: a gpuless.GpuLessStatus, made when first asked for
         self.changed = False  # anything changed since this process imported the guards (``changed()``)
-        self.listeners: List[Callable[[], Any]] = []
+        self.listeners: list[Callable[[], Any]] = []
 
     if not TYPE_CHECKING:  # to mypy, every other attribute stays unknown
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any
 
 from .builder import install_builder_targets, uninstall_builder_targets
 from .capabilities import shown
@@ -26,7 +27,7 @@ _ORIGINAL = "_trtcap_original"  # attribute on a guarded validator: the Converte
 _TARGET_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*){1,2}$")
 
 
-def registry_dicts(registry: Any = None) -> List[Dict[Any, Any]]:
+def registry_dicts(registry: Any = None) -> list[dict[Any, Any]]:
     """Every dict registry of ``DYNAMO_CONVERTERS`` (target -> list of ConverterSupport)."""
     registry = registry if registry is not None else converter_registry()
     return [r for r in getattr(registry, "registries", ()) if isinstance(r, dict)]
@@ -53,7 +54,7 @@ def _references_upstream_guard(fn: Any, depth: int = 0) -> bool:
     return False
 
 
-def _guard(stock_support: Any, rules: Tuple[Rule, ...], name: str) -> Any:
+def _guard(stock_support: Any, rules: tuple[Rule, ...], name: str) -> Any:
     stock = stock_support.capability_validator
 
     def guarded_validator(node: Any, settings: Any = None) -> bool:
@@ -80,7 +81,7 @@ def _stock(support: Any) -> Any:
     return getattr(support.capability_validator, _ORIGINAL) if _is_guarded(support) else support
 
 
-def _guarding(support: Any, applicable: Tuple[Rule, ...]) -> Any:
+def _guarding(support: Any, applicable: tuple[Rule, ...]) -> Any:
     """The rules ``support`` should be guarded by after this install, or None where it already is (or needs none).
 
     An entry guarded by an earlier ``install(rules)`` keeps its rules and gains the missing ones: installing adds
@@ -94,10 +95,10 @@ def _guarding(support: Any, applicable: Tuple[Rule, ...]) -> Any:
     return wanted if wanted != have else None
 
 
-def install(rules: Tuple[Rule, ...] = RULES) -> Tuple[str, ...]:
+def install(rules: tuple[Rule, ...] = RULES) -> tuple[str, ...]:
     """Guard every registered target the rules name, and declare the targets on the builder
     (``builder.install_builder_targets``). Idempotent; returns the guarded target names."""
-    guarded: List[str] = []
+    guarded: list[str] = []
     for table in registry_dicts():
         for target, entries in table.items():
             if not isinstance(entries, list):
@@ -145,7 +146,7 @@ def is_installed() -> bool:
     return any(_is_guarded(s) for t in registry_dicts(registry) for e in t.values() if isinstance(e, list) for s in e)
 
 
-def upstream_guarded_targets() -> Tuple[str, ...]:
+def upstream_guarded_targets() -> tuple[str, ...]:
     """Targets whose stock validator already consults Torch-TensorRT's own Turing predicate."""
     out = []
     for table in registry_dicts():
@@ -159,7 +160,7 @@ def upstream_guarded_targets() -> Tuple[str, ...]:
 
 
 @contextmanager
-def installed(rules: Tuple[Rule, ...] = RULES) -> Iterator[Tuple[str, ...]]:
+def installed(rules: tuple[Rule, ...] = RULES) -> Iterator[tuple[str, ...]]:
     """Guards installed for the block; left as found afterwards."""
     was = is_installed()
     names = install(rules)

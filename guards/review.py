@@ -9,7 +9,7 @@ into a list instead of a silent hole; the plugin's header and summary say how ma
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from .live_registry import loaded_converter_registry
 from .registry import registry_dicts
@@ -36,7 +36,7 @@ def review_name(target: Any) -> str:
         return repr(type(target))
 
 
-def unreviewed_targets(registry: Any = None) -> Tuple[str, ...]:
+def unreviewed_targets(registry: Any = None) -> tuple[str, ...]:
     """The live converter registry's targets the review does not cover, sorted (empty on Torch-TensorRT 2.14).
 
     Imports torch_tensorrt (through :func:`trtcap_guards.import_torch_tensorrt`) unless ``registry`` is given.
@@ -45,7 +45,7 @@ def unreviewed_targets(registry: Any = None) -> Tuple[str, ...]:
     return tuple(sorted(live - set(REVIEW)))
 
 
-def describe_unreviewed() -> Optional[str]:
+def describe_unreviewed() -> str | None:
     """One line for the plugin's report when the registry is loaded and has unreviewed targets, else None.
 
     Never imports torch_tensorrt: until the suite imports it there is no live registry to review.
@@ -64,11 +64,11 @@ def describe_unreviewed() -> Optional[str]:
             f"(reviewed: Torch-TensorRT {TORCH_TENSORRT_VERSION}): {shown}")
 
 
-def _naming_rules(name: str, rules: Tuple[Rule, ...]) -> List[str]:
+def _naming_rules(name: str, rules: tuple[Rule, ...]) -> list[str]:
     return [r.name for r in rules if ALL_TARGETS not in r.targets and name in r.targets]
 
 
-def review_problems(review: Dict[str, str] = REVIEW, rules: Tuple[Rule, ...] = RULES) -> List[str]:
+def review_problems(review: dict[str, str] = REVIEW, rules: tuple[Rule, ...] = RULES) -> list[str]:
     """Where the review and the rules table disagree: a verdict naming a rule that does not name the target, or
     "carries none" for a target a rule names. Empty when they agree."""
     known = {r.name for r in rules}

@@ -8,12 +8,11 @@ p=2 branch), a fused attention, or a convolution (``impl.conv.convNd``: ``aten.c
 see CONTRIBUTING.md, "Reviewing a new Torch-TensorRT release's converters".
 """
 
-from typing import Dict
 
 TORCH_TENSORRT_VERSION = "2.14.0"
 NONE = "reviewed: carries none of the rules' capabilities"
 
-REVIEW: Dict[str, str] = {
+REVIEW: dict[str, str] = {
     '_operator.add': NONE,
     '_operator.eq': NONE,
     '_operator.floordiv': NONE,

@@ -9,7 +9,8 @@ in every pytest run to register its markers.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .environment import BF16, CDIST_MATMUL, CONV3D, FP32_GEMM, TURING, Capability
 
@@ -19,10 +20,10 @@ if TYPE_CHECKING:
 ALL_TARGETS = "*"
 
 #: Node check name -> the function, filled at first use.
-_checks: Dict[str, Callable[[Any, Any], bool]] = {}
+_checks: dict[str, Callable[[Any, Any], bool]] = {}
 
 
-def node_check(check: Union[str, Callable[[Any, Any], bool]]) -> Callable[[Any, Any], bool]:
+def node_check(check: str | Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
     """The function a rule's ``check`` names: a function of ``trtcap_guards.node_checks``, or the callable itself."""
     if callable(check):
         return check
@@ -42,12 +43,12 @@ class Rule(NamedTuple):
     name: str
     capability: Capability
     cannot_serve: str  # "FP32 GEMM": the phrase skip reasons and docs use
-    targets: Dict[str, Operands]  # op name -> operands the check reads; {ALL_TARGETS: ()} = every op
-    check: Union[str, Callable[[Any, Operands], bool]]  # a function name in node_checks, or a callable
+    targets: dict[str, Operands]  # op name -> operands the check reads; {ALL_TARGETS: ()} = every op
+    check: str | Callable[[Any, Operands], bool]  # a function name in node_checks, or a callable
     validator: str  # name of the generated validator in guards.validators
     marker: str  # the pytest marker that skips tests needing what this rule forbids
     why: str  # support-matrix wording
-    setting: Optional[str] = None  # a CompilationSettings flag: the rule applies only while it is on (truthy)
+    setting: str | None = None  # a CompilationSettings flag: the rule applies only while it is on (truthy)
 
     def applies_to(self, target_name: str) -> bool:
         return ALL_TARGETS in self.targets or target_name in self.targets
@@ -55,7 +56,7 @@ class Rule(NamedTuple):
     def operands_for(self, target_name: str) -> Operands:
         return self.targets.get(target_name, self.targets.get(ALL_TARGETS, ()))
 
-    def rejects(self, node: Any, target_name: Optional[str] = None, settings: Any = None) -> bool:
+    def rejects(self, node: Any, target_name: str | None = None, settings: Any = None) -> bool:
         """True when ``node`` needs what this rule says the capability cannot serve. Never raises.
 
         ``settings`` (the compilation settings the validator was given) matter only to a rule with a ``setting``:
@@ -73,7 +74,7 @@ class Rule(NamedTuple):
 
 
 _TWO = ((0, "self"), (1, "other"))
-GEMM_TARGETS: Dict[str, Operands] = {
+GEMM_TARGETS: dict[str, Operands] = {
     "aten.matmul": _TWO,
     "aten.matmul.default": _TWO,
     "aten.mm.default": ((0, "self"), (1, "mat2")),
@@ -84,14 +85,14 @@ GEMM_TARGETS: Dict[str, Operands] = {
     "aten.linear.default": ((0, "input"), (1, "weight")),
 }
 _QKV = ((0, "query"), (1, "key"), (2, "value"))
-ATTENTION_TARGETS: Dict[str, Operands] = {
+ATTENTION_TARGETS: dict[str, Operands] = {
     "aten.scaled_dot_product_attention.default": _QKV,
     "aten._scaled_dot_product_flash_attention.default": _QKV,
     "aten._scaled_dot_product_efficient_attention.default": _QKV,
     "aten._scaled_dot_product_cudnn_attention.default": _QKV,
 }
 
-RULES: Tuple[Rule, ...] = (
+RULES: tuple[Rule, ...] = (
     Rule(
         name="fp32_gemm",
         capability=TURING,
@@ -168,20 +169,20 @@ def target_name_of(target: Any) -> str:
         return repr(type(target))
 
 
-def rules_for(target_name: Any, rules: Sequence[Rule] = RULES) -> Tuple[Rule, ...]:
+def rules_for(target_name: Any, rules: Sequence[Rule] = RULES) -> tuple[Rule, ...]:
     """The rules naming an op, given as its name or as the op itself (``torch.ops.aten.mm.default``)."""
     name = target_name_of(target_name)
     return tuple(r for r in rules if r.applies_to(name))
 
 
-def explicit_targets(rules: Sequence[Rule] = RULES) -> Tuple[str, ...]:
+def explicit_targets(rules: Sequence[Rule] = RULES) -> tuple[str, ...]:
     """Every op a rule names explicitly (rules on every op excluded)."""
     return tuple(dict.fromkeys(t for r in rules for t in r.targets if t != ALL_TARGETS))
 
 
-def markers() -> Dict[str, Tuple[Rule, ...]]:
+def markers() -> dict[str, tuple[Rule, ...]]:
     """Marker name -> the rules it stands for, in table order."""
-    out: Dict[str, Tuple[Rule, ...]] = {}
+    out: dict[str, tuple[Rule, ...]] = {}
     for rule in RULES:
         out[rule.marker] = out.get(rule.marker, ()) + (rule,)
     return out

@@ -10,7 +10,7 @@ of them, ``neutralized()`` and ``fired()``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from .builder import DEFAULT_SWITCH, BuilderSwitch, builder_targets_enabled
 from .capabilities import format_targets, int_pair, shown
@@ -24,19 +24,19 @@ from .undo import LiveHandles, UndoHandle
 class GuardsState:
     """An immutable copy of the guards' process state; equal snapshots mean nothing changed."""
 
-    targets: Optional[Tuple[Tuple[int, int], ...]]
+    targets: tuple[tuple[int, int], ...] | None
     targets_origin: str
-    backend: Optional[str]
+    backend: str | None
     backend_origin: str
     builder_switch: Any  # builder.BuilderSwitch
-    neutralized: Tuple[Tuple[str, int], ...]
-    fired: Optional[Tuple[Tuple[Tuple[str, str], int], ...]]  # None: not taken, and not restored
+    neutralized: tuple[tuple[str, int], ...]
+    fired: tuple[tuple[tuple[str, str], int], ...] | None  # None: not taken, and not restored
     #: The host devices a test set in the probe's memo (``targets._host``, the documented seam); None: as probed.
-    host: Optional[Tuple[Tuple[int, int], ...]] = None
+    host: tuple[tuple[int, int], ...] | None = None
     #: The live undo handles of the targets, the backend and the builder switch (``undo``), put back with the rest
     #: so that an older handle undone later (a fixture's teardown) still puts back what it found. Not compared:
     #: equal values are equal states. None: left as they are.
-    live: Optional[Tuple[Tuple[UndoHandle, ...], ...]] = field(default=None, compare=False, repr=False)
+    live: tuple[tuple[UndoHandle, ...], ...] | None = field(default=None, compare=False, repr=False)
 
 
 def initial_state() -> GuardsState:
@@ -44,7 +44,7 @@ def initial_state() -> GuardsState:
     return GuardsState(None, "", None, "", DEFAULT_SWITCH, (), None, None, ((), (), ()))
 
 
-_plain: List[Any] = [None, None]  # the last snapshot taken without fired counts, and what it was taken from
+_plain: list[Any] = [None, None]  # the last snapshot taken without fired counts, and what it was taken from
 
 
 def state_snapshot(*, fired: bool = True) -> GuardsState:
@@ -68,11 +68,11 @@ def state_snapshot(*, fired: bool = True) -> GuardsState:
     return snapshot
 
 
-def _live_handles() -> Tuple[LiveHandles, ...]:
+def _live_handles() -> tuple[LiveHandles, ...]:
     return STATE.live_targets, STATE.live_backend, STATE.live_switches
 
 
-def _problem(s: GuardsState) -> Optional[str]:
+def _problem(s: GuardsState) -> str | None:
     """What makes ``s`` no state the guards could be in (the field named first), or None."""
     if s.targets is not None and not (isinstance(s.targets, tuple) and all(int_pair(c, (99, 9)) for c in s.targets)):
         return "targets must be None or a tuple of (major, minor) pairs"
@@ -127,12 +127,12 @@ def restore_state(snapshot: GuardsState) -> None:
             live.handles = handles
 
 
-def neutralized() -> Tuple[str, ...]:
+def neutralized() -> tuple[str, ...]:
     """The targets whose guard is switched off now (``registry.neutralize``)."""
     return tuple(sorted(STATE.neutralized))
 
 
-def fired() -> Dict[Tuple[str, str], int]:
+def fired() -> dict[tuple[str, str], int]:
     """(rule name, target) -> how many nodes that guard kept off TensorRT."""
     return dict(STATE.fired)
 
@@ -144,7 +144,7 @@ def _declared_text(value: Any, origin: str) -> str:
     return f"{shown} (from {origin})"
 
 
-def _host_text(host: Optional[Tuple[Tuple[int, int], ...]]) -> str:
+def _host_text(host: tuple[tuple[int, int], ...] | None) -> str:
     if host is None:
         return "as probed"
     try:
@@ -153,9 +153,9 @@ def _host_text(host: Optional[Tuple[Tuple[int, int], ...]]) -> str:
         return shown(host, 60)
 
 
-def describe_changes(before: GuardsState, after: GuardsState) -> List[str]:
+def describe_changes(before: GuardsState, after: GuardsState) -> list[str]:
     """What differs between two snapshots, one phrase per change, for leak reports."""
-    out: List[str] = []
+    out: list[str] = []
     if (before.targets, before.targets_origin) != (after.targets, after.targets_origin):
         out.append(f"guards: declared targets {_declared_text(after.targets, after.targets_origin)}, "
                    f"were {_declared_text(before.targets, before.targets_origin)}")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Iterable, List, Optional, Tuple, Union
+from typing import Any
 
 from .capabilities import (  # noqa: F401  (re-exported: trtcap_guards.targets.parse_targets and the rest)
     RTX_SUPPORTED,
@@ -37,18 +38,18 @@ class Declaration(UndoHandle):
     """Undo handle returned by :func:`declare_targets` / :func:`declare_backend`; also a context manager, and
     undone in any order (see ``undo``)."""
 
-    def __init__(self, live: LiveHandles, before: Tuple[Any, ...], fields: Tuple[str, ...]) -> None:
+    def __init__(self, live: LiveHandles, before: tuple[Any, ...], fields: tuple[str, ...]) -> None:
         self._fields = fields
         super().__init__(live, before)
 
-    def _put_back(self, before: Tuple[Any, ...]) -> None:
+    def _put_back(self, before: tuple[Any, ...]) -> None:
         for field, value in zip(self._fields, before):
             setattr(STATE, field, value)
         STATE.version += 1
 
 
 def declare_targets(
-    targets: Union[str, Iterable[Any], None], *, origin: str = "declared", warn: bool = True
+    targets: str | Iterable[Any] | None, *, origin: str = "declared", warn: bool = True
 ) -> Declaration:
     """Declare the capabilities this process builds for (outranks ``TRTCAP_TARGET_SM``).
 
@@ -67,7 +68,7 @@ def clear_declared_targets() -> None:
     declare_targets(None)
 
 
-def declare_backend(backend: Optional[str], *, origin: str = "declared") -> Declaration:
+def declare_backend(backend: str | None, *, origin: str = "declared") -> Declaration:
     """Declare the backend (``rtx``, ``standard`` or ``auto``), outranking ``TRTCAP_BACKEND``."""
     changing()
     previous = (STATE.backend, STATE.backend_origin)
@@ -99,7 +100,7 @@ def installed_backend() -> str:
     return STATE.installed_backend
 
 
-def torch_tensorrt_version() -> Optional[str]:
+def torch_tensorrt_version() -> str | None:
     """Version of the installed Torch-TensorRT, without importing it."""
     version = getattr(sys.modules.get("torch_tensorrt"), "__version__", None)
     if version:
@@ -109,7 +110,7 @@ def torch_tensorrt_version() -> Optional[str]:
     return next(iter(installed_versions().values()), None)
 
 
-def host_capabilities(probe: bool = True) -> Optional[Tuple[Capability, ...]]:
+def host_capabilities(probe: bool = True) -> tuple[Capability, ...] | None:
     """Capability of the host's CUDA device(s); probed once. ``None`` when not probed yet and ``probe`` is False."""
     if STATE.host is None:
         if not probe:
@@ -118,13 +119,13 @@ def host_capabilities(probe: bool = True) -> Optional[Tuple[Capability, ...]]:
     return STATE.host
 
 
-def _probe_host() -> Tuple[Capability, ...]:
+def _probe_host() -> tuple[Capability, ...]:
     try:
         import torch
 
         if not torch.cuda.is_available():
             return ()
-        caps: List[Capability] = []
+        caps: list[Capability] = []
         for index in range(torch.cuda.device_count()):
             major, minor = torch.cuda.get_device_capability(index)
             cap = (int(major), int(minor))
@@ -135,12 +136,12 @@ def _probe_host() -> Tuple[Capability, ...]:
         return ()
 
 
-def host_override() -> Optional[Tuple[Capability, ...]]:
+def host_override() -> tuple[Capability, ...] | None:
     """The host devices a test set in the memo (``_host``), or None where the memo is the probe's or unset."""
     return None if STATE.host is None or STATE.host == STATE.probed else STATE.host
 
 
-def set_host_override(host: Optional[Tuple[Capability, ...]]) -> None:
+def set_host_override(host: tuple[Capability, ...] | None) -> None:
     """Put :func:`host_override` back: a value, or None for the probe's answer (probed again where never probed)."""
     STATE.host = STATE.probed if host is None else host
 
@@ -149,11 +150,11 @@ class _Module(ModuleType):
     """``targets._host``, the host seam a test sets (documented), reads and writes the probe's memo in ``STATE``."""
 
     @property
-    def _host(self) -> Optional[Tuple[Capability, ...]]:
+    def _host(self) -> tuple[Capability, ...] | None:
         return STATE.host
 
     @_host.setter
-    def _host(self, value: Optional[Tuple[Capability, ...]]) -> None:
+    def _host(self, value: tuple[Capability, ...] | None) -> None:
         STATE.host = value
 
 
@@ -167,7 +168,7 @@ sys.modules[__name__].__class__ = _Module
 class CapabilityDecision:
     """The predicate's answer with its provenance; skip reasons and report headers print it."""
 
-    targets: Tuple[Capability, ...]
+    targets: tuple[Capability, ...]
     source: str  # "settings" | "declared" | "TRTCAP_TARGET_SM" | "host device" | "none"
     origin: str  # what a human reads as the source, e.g. "--trt-target-sm"
     backend: str  # "rtx" | "standard" | "absent"
@@ -190,7 +191,7 @@ class CapabilityDecision:
         return f"targets {self.targets_text} from {self.origin}"
 
 
-def _settings_targets(settings: Any) -> Optional[Tuple[Capability, ...]]:
+def _settings_targets(settings: Any) -> tuple[Capability, ...] | None:
     """The settings' targets; None where they carry none or cannot be read (then the declaration decides).
     Read on every cache miss of a validator's question: never warns, never raises."""
     if settings is None:
@@ -210,7 +211,7 @@ def _upstream_answer(upstream: Any, settings: Any, own: bool) -> bool:
         return own
 
 
-def _resolve_backend() -> Tuple[str, str]:
+def _resolve_backend() -> tuple[str, str]:
     if STATE.backend is not None:
         value, origin = STATE.backend, STATE.backend_origin
     else:
@@ -275,7 +276,7 @@ def capability_decision(settings: Any = None, *, probe_host: bool = True) -> Cap
     return decision
 
 
-def get_target_compute_capabilities(settings: Any = None) -> Tuple[Capability, ...]:
+def get_target_compute_capabilities(settings: Any = None) -> tuple[Capability, ...]:
     """What is being built for: settings, then the declaration/``TRTCAP_TARGET_SM``, then the host GPU."""
     return capability_decision(settings).targets
 

@@ -19,11 +19,11 @@ pytest run whose bytecode is not cached; this module, loaded in every run, has n
 from __future__ import annotations
 
 import importlib
-from typing import Any, Dict
+from typing import Any
 
 #: Name -> the submodule that defines it. (Plain names and no ``__dir__``: code loaded in every pytest run is kept
 #: to what it needs.)
-NAMES: Dict[str, str] = {
+NAMES: dict[str, str] = {
     # the names every part shares (the plugin's settings and markers)
     "BACKENDS": "environment", "ENV_BACKEND": "environment", "ENV_TARGETS": "environment", "MARKERS": "environment",
     "format_capability": "environment",

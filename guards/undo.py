@@ -13,7 +13,7 @@ handles), has no assert to rewrite.
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any
 
 
 class LiveHandles:
@@ -23,7 +23,7 @@ class LiveHandles:
     __slots__ = ("handles",)
 
     def __init__(self) -> None:
-        self.handles: Tuple[UndoHandle, ...] = ()
+        self.handles: tuple[UndoHandle, ...] = ()
 
 
 class UndoHandle:

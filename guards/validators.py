@@ -7,7 +7,8 @@ look-up. They are total: a node they cannot read is answered, never raised on.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .rules import RULES, Rule, target_name_of
 from .targets import capability_decision
@@ -16,7 +17,7 @@ Validator = Callable[..., bool]
 
 
 def rejecting_rule(node: Any, settings: Any = None, rules: Sequence[Rule] = RULES,
-                   target_name: Optional[str] = None) -> Optional[Rule]:
+                   target_name: str | None = None) -> Rule | None:
     """The first rule that forbids ``node`` for the current targets, or None. Never raises."""
     try:
         decision = capability_decision(settings)
@@ -50,14 +51,14 @@ def make_validator(rules: Sequence[Rule], name: str) -> Validator:
     return validator
 
 
-def _build() -> Dict[str, Validator]:
-    by_name: Dict[str, list] = {}
+def _build() -> dict[str, Validator]:
+    by_name: dict[str, list] = {}
     for rule in RULES:
         by_name.setdefault(rule.validator, []).append(rule)
     return {name: make_validator(rules, name) for name, rules in by_name.items()}
 
 
-VALIDATORS: Dict[str, Validator] = _build()
+VALIDATORS: dict[str, Validator] = _build()
 
 gemm_capability_validator = VALIDATORS["gemm_capability_validator"]
 attention_capability_validator = VALIDATORS["attention_capability_validator"]

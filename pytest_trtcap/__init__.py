@@ -9,10 +9,10 @@ and pytest would warn that it cannot rewrite asserts it does not have (an error 
 """
 
 import importlib
-from typing import Any, Dict, List
+from typing import Any
 
 #: Public name -> the module that defines it (``.NAME``: one of this package's).
-_EXPORTS: Dict[str, str] = {
+_EXPORTS: dict[str, str] = {
     "PartitionCounts": ".partitions",
     "TrtCapabilityMixin": ".unittest_support",
     "TrtcapAuditError": ".audit",
@@ -42,5 +42,5 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module, __name__), name)
 
 
-def __dir__() -> List[str]:
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))

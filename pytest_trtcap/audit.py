@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import Any, Callable, Dict, Generator, Iterator, List, NamedTuple, Optional, Tuple
+from collections.abc import Callable, Generator, Iterator
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -57,10 +58,10 @@ TENSORRT_BACKEND = "tensorrt"
 UNPARTITIONED = "(not partitioned)"
 _INSTEAD = ("pass the module a Torch-TensorRT partitioner returned, the exported or lowered GraphModule, or run "
             "the suite with --trtcap-audit")
-Located = Tuple[str, Any]  # (block, fx node)
+Located = tuple[str, Any]  # (block, fx node)
 
 
-def _named_modules(module: Any) -> List[Tuple[str, Any]]:
+def _named_modules(module: Any) -> list[tuple[str, Any]]:
     named = getattr(module, "named_modules", None)
     if not callable(named):
         hint = " unpack the partitioner's result (module, ...)" if isinstance(module, tuple) else ""
@@ -71,7 +72,7 @@ def _named_modules(module: Any) -> List[Tuple[str, Any]]:
     return list(named())
 
 
-def _acc_blocks(named: List[Tuple[str, Any]]) -> List[Tuple[str, Any]]:
+def _acc_blocks(named: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     """The TensorRT blocks, each with its graph; one without (a compiled engine) is refused, never skipped."""
     blocks = []
     for name, child in named:
@@ -96,7 +97,7 @@ def _on_tensorrt(block: str) -> bool:
     return first.isdigit() or first in ("", TENSORRT_BACKEND)
 
 
-def _in_blocks(blocks: List[Tuple[str, Any]]) -> Iterator[Located]:
+def _in_blocks(blocks: list[tuple[str, Any]]) -> Iterator[Located]:
     for block, child in blocks:
         for node in child.graph.nodes:
             if node.op == "call_function":
@@ -132,7 +133,7 @@ def _located(module: Any, settings: Any) -> Iterator[Located]:
                     f"partitions): {_INSTEAD}")
 
 
-def _rejecting(node: Any, rules: List[Rule], settings: Any) -> Optional[Rule]:
+def _rejecting(node: Any, rules: list[Rule], settings: Any) -> Rule | None:
     name = target_name_of(getattr(node, "target", None))
     for rule in rules:
         if rule.rejects(node, name, settings):
@@ -140,7 +141,7 @@ def _rejecting(node: Any, rules: List[Rule], settings: Any) -> Optional[Rule]:
     return None
 
 
-def _judged(located: Iterator[Located], settings: Any) -> List[UnservablePlacement]:
+def _judged(located: Iterator[Located], settings: Any) -> list[UnservablePlacement]:
     decision = guards.capability_decision(settings)
     rules = [r for r in RULES if decision.targets_capability(r.capability)]
     if not rules:
@@ -153,7 +154,7 @@ def _judged(located: Iterator[Located], settings: Any) -> List[UnservablePlaceme
     return found
 
 
-def unservable_placements(module: Any, settings: Any = None) -> List[UnservablePlacement]:
+def unservable_placements(module: Any, settings: Any = None) -> list[UnservablePlacement]:
     """Every ``call_function`` node placed on TensorRT (in ``module``'s ``_run_on_acc*`` blocks) or, for an
     unpartitioned graph (``exported.module()``, the lowered graph), every one Torch-TensorRT would offer to it
     (block :data:`UNPARTITIONED`), that a rule forbids on the declared targets
@@ -164,13 +165,13 @@ def unservable_placements(module: Any, settings: Any = None) -> List[UnservableP
     return _judged(_located(module, settings), settings)
 
 
-def unservable_in_partition(module: Any, settings: Any = None) -> List[UnservablePlacement]:
+def unservable_in_partition(module: Any, settings: Any = None) -> list[UnservablePlacement]:
     """:func:`unservable_placements` of a partitioner's result, read as one: a result without blocks (no run of
     supported nodes reached ``min_block_size``) put nothing on TensorRT, whatever its graph holds."""
     return _judged(_in_blocks(_acc_blocks(_named_modules(module))), settings)
 
 
-def describe_placements(placements: List[UnservablePlacement]) -> str:
+def describe_placements(placements: list[UnservablePlacement]) -> str:
     return "\n".join(f"  {p.describe()}" for p in placements)
 
 
@@ -208,13 +209,13 @@ class AuditSession:
 
     def __init__(self, strict: bool) -> None:
         self.strict = strict
-        self.current: Optional[str] = None  # node id of the test running in this process
-        self.pending: Dict[str, List[str]] = {}  # findings of this process, not yet attached to a report
-        self.audited: Dict[str, int] = {}  # partitions audited, per test, in this process
-        self.found: Dict[str, List[str]] = {}  # from reports: right under xdist too
+        self.current: str | None = None  # node id of the test running in this process
+        self.pending: dict[str, list[str]] = {}  # findings of this process, not yet attached to a report
+        self.audited: dict[str, int] = {}  # partitions audited, per test, in this process
+        self.found: dict[str, list[str]] = {}  # from reports: right under xdist too
         self.partitions = 0  # from reports
         self.properties = OwnProperties()  # what this plugin attached to the reports
-        self._restore: List[Tuple[Any, str, Any]] = []
+        self._restore: list[tuple[Any, str, Any]] = []
 
     # --- wrapping -----------------------------------------------------------------------------------------
 
@@ -297,7 +298,7 @@ class AuditSession:
 
     # --- report -------------------------------------------------------------------------------------------
 
-    def summary_lines(self) -> List[str]:
+    def summary_lines(self) -> list[str]:
         found = dict(self.found)
         for key, lines in self.pending.items():  # partitions made outside any test (module level, session fixtures)
             found.setdefault(key, []).extend(lines)

@@ -9,7 +9,8 @@ pytest run whose bytecode is not cached; this module, loaded in every run, has n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pytest
 

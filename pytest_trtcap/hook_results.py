@@ -7,7 +7,8 @@ implementation is called on its own, in pluggy's order, so a bad value can be tr
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, List, Optional
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -98,12 +99,12 @@ def entry_failure(where: str, label: str, step: str, exc: Exception) -> str:
             "it is no longer held in this session")
 
 
-def first_result(caller: Any, **kwargs: Any) -> Optional[HookResult]:
+def first_result(caller: Any, **kwargs: Any) -> HookResult | None:
     """A ``firstresult`` hook's answer with where it came from; None when every implementation passed."""
     return next((found for found in _each(caller, **kwargs) if found.value is not None), None)
 
 
-def _entry(entry: Any, where: str = "") -> Optional[StateEntry]:
+def _entry(entry: Any, where: str = "") -> StateEntry | None:
     if not isinstance(entry, tuple) or len(entry) != 3:
         return None
     label, snapshot, restore = entry
@@ -112,7 +113,7 @@ def _entry(entry: Any, where: str = "") -> Optional[StateEntry]:
     return StateEntry(label, snapshot, restore, where)
 
 
-def _state_entries(found: HookResult) -> List[StateEntry]:
+def _state_entries(found: HookResult) -> list[StateEntry]:
     value = found.value
     problem = ""
     if isinstance(value, tuple) and _entry(value) is not None:
@@ -130,16 +131,16 @@ def _state_entries(found: HookResult) -> List[StateEntry]:
     )
 
 
-def isolated_state_entries(config: pytest.Config) -> List[StateEntry]:
+def isolated_state_entries(config: pytest.Config) -> list[StateEntry]:
     """Every entry the project's ``pytest_trtcap_isolated_state`` implementations add; UsageError on a bad one."""
-    entries: List[StateEntry] = []
+    entries: list[StateEntry] = []
     for found in _each(getattr(config.hook, ISOLATED_STATE), config=config):
         if found.value is not None:
             entries.extend(_state_entries(found))
     return entries
 
 
-def late_target_hook(config: pytest.Config, known: tuple) -> Optional[str]:
+def late_target_hook(config: pytest.Config, known: tuple) -> str | None:
     """The usage error for a targets hook pytest registered after the settings were resolved (in a conftest it found
     while collecting), whose answer would otherwise be ignored without a word; None if there is none. ``known``: the
     plugins that implemented the hook then."""

@@ -8,7 +8,8 @@ pytest run whose bytecode is not cached; this module, loaded in every run, has n
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional, Tuple
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ hookspec = pytest.hookspec
 
 
 @hookspec(firstresult=True)
-def pytest_trtcap_target_capabilities(config: pytest.Config) -> Optional[Any]:
+def pytest_trtcap_target_capabilities(config: pytest.Config) -> Any | None:
     """Supply the session's target compute capabilities, e.g. from a CI matrix.
 
     Return ``"7.5,8.9"``, ``[(7, 5), (8, 9)]`` or ``None`` to pass. Consulted only when neither
@@ -30,7 +31,7 @@ def pytest_trtcap_target_capabilities(config: pytest.Config) -> Optional[Any]:
 @hookspec
 def pytest_trtcap_isolated_state(
     config: pytest.Config,
-) -> Optional[Iterable[Tuple[str, Callable[[], Any], Callable[[Any], None]]]]:
+) -> Iterable[tuple[str, Callable[[], Any], Callable[[Any], None]]] | None:
     """Add global state to hold before each test and restore after it.
 
     Return ``(label, snapshot, restore)`` entries: ``snapshot()`` returns a value compared with ``!=``

@@ -7,7 +7,7 @@ session reads, are declared in ``options``. The predicate loads only when a mark
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,12 +22,12 @@ if TYPE_CHECKING:
 SKIP_PREFIX = "trtcap: "
 
 
-def capability_markers() -> Dict[str, Tuple[Rule, ...]]:
+def capability_markers() -> dict[str, tuple[Rule, ...]]:
     """Marker name -> rules, in table order (``trt_fp32_gemm``, ``trt_cdist_matmul``, ...)."""
     return rule_markers()
 
 
-def marker_lines() -> List[str]:
+def marker_lines() -> list[str]:
     """ini ``markers`` lines: name, signature and help, generated from the table."""
     lines = []
     for name, group in capability_markers().items():
@@ -42,7 +42,7 @@ def marker_lines() -> List[str]:
     return lines
 
 
-def skip_reason(marker: str, decision: Any) -> Optional[str]:
+def skip_reason(marker: str, decision: Any) -> str | None:
     """The skip reason if ``marker`` forbids this test under ``decision``, else None."""
     for rule in capability_markers().get(marker, ()):
         if decision.targets_capability(rule.capability):
@@ -55,7 +55,7 @@ def skip_reason(marker: str, decision: Any) -> Optional[str]:
     return None
 
 
-def argument_problem(item: Any, mark: Any) -> Optional[str]:
+def argument_problem(item: Any, mark: Any) -> str | None:
     """What is wrong with ``mark``, one of our markers on ``item``, if it was given arguments (they take none)."""
     if not (mark.args or mark.kwargs):
         return None
@@ -65,14 +65,14 @@ def argument_problem(item: Any, mark: Any) -> Optional[str]:
     return f"{item.nodeid}: @pytest.mark.{mark.name} takes no arguments, got ({given})"
 
 
-def our_marks(item: Any) -> List[Any]:
+def our_marks(item: Any) -> list[Any]:
     """Our markers on ``item`` and its parents, closest first: its node chain read once (pytest's
     ``get_closest_marker`` reads it again for each name, and a test is asked for each of ours)."""
     ours = frozenset(MARKER_NAMES)
     return [mark for mark in item.iter_markers() if mark.name in ours]
 
 
-def bad_marker_usage(item: Any, marks: Optional[List[Any]] = None) -> List[str]:
+def bad_marker_usage(item: Any, marks: list[Any] | None = None) -> list[str]:
     """Problems with our markers on ``item`` (they take no arguments); ``marks``: ``our_marks(item)`` if read."""
     found = (argument_problem(item, mark) for mark in (our_marks(item) if marks is None else marks))
     return [problem for problem in found if problem is not None]

@@ -44,9 +44,10 @@ import re
 import sys
 import sysconfig
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Any
 
 import pytest
 
@@ -88,10 +89,10 @@ class NeedsGpu:
 
     signature: Signature
     exception: BaseException
-    path: Optional[str]  # the innermost frame of the test's own code (absolute), if any
-    lineno: Optional[int]  # 1-based
+    path: str | None  # the innermost frame of the test's own code (absolute), if any
+    lineno: int | None  # 1-based
 
-    def reason(self, rootpath: Optional[str] = None) -> str:
+    def reason(self, rootpath: str | None = None) -> str:
         where = "unknown location"
         if self.path is not None:
             shown = self.path
@@ -114,7 +115,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def innermost(tb: Optional[TracebackType]) -> Optional[TracebackType]:
+def innermost(tb: TracebackType | None) -> TracebackType | None:
     """The innermost entry of a traceback: the frame that raised."""
     last = None
     while tb is not None:
@@ -162,7 +163,7 @@ def _is_cuda_only_kernel(exc: BaseException) -> bool:
     return bool(_CPU_BACKEND.match(text)) and available is not None and "CUDA" in available.group(1).split(", ")
 
 
-SIGNATURES: Tuple[Signature, ...] = (
+SIGNATURES: tuple[Signature, ...] = (
     Signature("cuda-init", _is_cuda_init),  # torch found no driver or device
     Signature("trt-engine", _is_trt_engine),  # Torch-TensorRT created or deserialised an engine without a device
     Signature("cuda-only-kernel", _is_cuda_only_kernel),  # a CUDA-only operator ran on CPU tensors
@@ -172,7 +173,7 @@ SIGNATURES: Tuple[Signature, ...] = (
 # --- the exception chain ---------------------------------------------------------------------------------------
 
 
-def _in_library(tb: Optional[TracebackType]) -> bool:
+def _in_library(tb: TracebackType | None) -> bool:
     return tb is not None and _package(tb) in LIBRARY_PACKAGES
 
 
@@ -183,7 +184,7 @@ def _package(tb: TracebackType) -> str:
 def chain(exc: BaseException) -> Iterator[BaseException]:
     """``exc`` and what caused it: ``__cause__``, ``BackendCompilerFailed.inner_exception``, and ``__context__``
     where a library raised while handling it; each exception once, at most ``_MAX_CHAIN``."""
-    seen: Set[int] = set()
+    seen: set[int] = set()
     todo = [exc]
     while todo and len(seen) < _MAX_CHAIN:
         current = todo.pop(0)
@@ -237,11 +238,11 @@ def _is_test_frame(tb: TracebackType) -> bool:
     return not path.startswith(_STDLIB) or f"{os.sep}site-packages{os.sep}" in path
 
 
-def _test_location(*excs: BaseException) -> Tuple[Optional[str], Optional[int]]:
+def _test_location(*excs: BaseException) -> tuple[str | None, int | None]:
     """The innermost frame of the test's own code: the line that needed the device. Read from the first of
     ``excs`` whose traceback has one (the matched exception; else the outermost, e.g. around what dynamo wraps)."""
     for exc in excs:
-        found: Tuple[Optional[str], Optional[int]] = (None, None)
+        found: tuple[str | None, int | None] = (None, None)
         tb = exc.__traceback__
         while tb is not None:
             if _is_test_frame(tb):
@@ -252,7 +253,7 @@ def _test_location(*excs: BaseException) -> Tuple[Optional[str], Optional[int]]:
     return None, None
 
 
-def classify(exc: BaseException) -> Optional[NeedsGpu]:
+def classify(exc: BaseException) -> NeedsGpu | None:
     """The signature this failure carries, or None. Pure: never probes the host, never raises."""
     try:
         if _decided_by_the_test(exc):
@@ -283,7 +284,7 @@ def error_line(exc: BaseException) -> str:
     return one_line(f"{type(exc).__name__}: {line}" if line else type(exc).__name__)
 
 
-def signature_names() -> List[str]:
+def signature_names() -> list[str]:
     return [s.name for s in SIGNATURES]
 
 
@@ -293,12 +294,12 @@ def signature_names() -> List[str]:
 # CUDA device nothing is converted.
 
 
-def _host_has_device(probe: bool = True) -> Optional[bool]:
+def _host_has_device(probe: bool = True) -> bool | None:
     caps = host_capabilities(probe=probe)
     return None if caps is None else bool(caps)
 
 
-def _needs_gpu(excinfo: Any) -> Optional[NeedsGpu]:
+def _needs_gpu(excinfo: Any) -> NeedsGpu | None:
     if excinfo is None:
         return None
     found = classify(excinfo.value)
@@ -307,7 +308,7 @@ def _needs_gpu(excinfo: Any) -> Optional[NeedsGpu]:
     return found
 
 
-def _skip(report: Any, found: NeedsGpu, rootpath: str, fallback: Tuple[str, Optional[int]]) -> None:
+def _skip(report: Any, found: NeedsGpu, rootpath: str, fallback: tuple[str, int | None]) -> None:
     """Turn ``report`` into the skip pytest itself would have reported, at the test's own line."""
     path, lineno = (found.path, found.lineno) if found.path is not None else fallback
     report.outcome = "skipped"
@@ -353,7 +354,7 @@ def convert_collect_report(report: pytest.CollectReport, collector: pytest.Colle
         report.result = []
 
 
-def signature_of(report: Any) -> Optional[str]:
+def signature_of(report: Any) -> str | None:
     """The signature of a report this module converted; None for any other report, whatever its text says."""
     name = getattr(report, "trtcap_needs_gpu", None)
     return name if report.skipped and isinstance(name, str) else None

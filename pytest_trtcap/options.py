@@ -12,7 +12,7 @@ pytest run whose bytecode is not cached; this module, loaded in every run, has n
 from __future__ import annotations
 
 import os
-from typing import Any, List, Literal, Optional, Tuple
+from typing import Any, Literal
 
 import pytest
 
@@ -31,7 +31,7 @@ class Spec:
     __slots__ = ("dest", "option", "env", "ini", "help", "parse", "default", "kind", "metavar", "choices")
 
     def __init__(self, dest: str, option: str, env: str, ini: str, help: str, parse: str, default: Any = None,
-                 kind: str = "value", metavar: Optional[str] = None, choices: Tuple[str, ...] = ()) -> None:
+                 kind: str = "value", metavar: str | None = None, choices: tuple[str, ...] = ()) -> None:
         self.dest = dest  # attribute on Settings
         self.option = option  # command-line flag
         self.env, self.ini, self.help = env, ini, help
@@ -45,7 +45,7 @@ class Spec:
         return f"Spec({self.dest!r}, {self.option!r})"
 
 
-SPECS: Tuple[Spec, ...] = (
+SPECS: tuple[Spec, ...] = (
     Spec("target_sm", "--trt-target-sm", ENV_TARGETS, "trt_target_sm",
          "compute capabilities the build targets, e.g. 7.5 or 7.5,8.9 (simulates them on any host)",
          "targets", metavar="LIST"),
@@ -91,7 +91,7 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(spec.ini, help=spec.help, type=ini_type, default=[] if spec.kind == "append" else "")
 
 
-def given(config: pytest.Config, spec: Spec, early: bool = False) -> List[Tuple[Any, str]]:
+def given(config: pytest.Config, spec: Spec, early: bool = False) -> list[tuple[Any, str]]:
     """The raw values given for ``spec``, each with its source, highest precedence first (command line,
     environment, ini file)."""
     out = []

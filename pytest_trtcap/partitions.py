@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, Union
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import trtcap_guards as guards
 from trtcap_guards.tooling import int_pair
@@ -20,7 +21,7 @@ class PartitionCounts(NamedTuple):
     gpu: int
 
 
-def _counts(value: Union[PartitionCounts, Tuple[int, int]], name: str) -> PartitionCounts:
+def _counts(value: PartitionCounts | tuple[int, int], name: str) -> PartitionCounts:
     pair = int_pair(value) if isinstance(value, tuple) else None
     if pair is None:
         raise ValueError(f"{name}: expected (acc, gpu) non-negative integers, got {value!r}")
@@ -28,11 +29,11 @@ def _counts(value: Union[PartitionCounts, Tuple[int, int]], name: str) -> Partit
 
 
 def expected_partition_counts(
-    default: Union[PartitionCounts, Tuple[int, int]],
-    turing: Optional[Union[PartitionCounts, Tuple[int, int]]] = None,
+    default: PartitionCounts | tuple[int, int],
+    turing: PartitionCounts | tuple[int, int] | None = None,
     settings: Any = None,
     *,
-    releases: Optional[Mapping[str, Mapping[str, Union[PartitionCounts, Tuple[int, int]]]]] = None,
+    releases: Mapping[str, Mapping[str, PartitionCounts | tuple[int, int]]] | None = None,
 ) -> PartitionCounts:
     """``turing`` when the build targets Turing on TensorRT-RTX, else ``default``.
 
@@ -51,14 +52,14 @@ def expected_partition_counts(
     return chosen["default"]
 
 
-def _release_override(releases: Any) -> Dict[str, PartitionCounts]:
+def _release_override(releases: Any) -> dict[str, PartitionCounts]:
     """The counts of the first entry of ``releases`` whose specifier admits the installed Torch-TensorRT."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     if not isinstance(releases, Mapping):
         raise ValueError(f"releases: expected {{version specifier: {{'default'|'turing': (acc, gpu)}}}}, "
                          f"got {one_line(repr(releases))}")
-    found: Optional[Dict[str, PartitionCounts]] = None
+    found: dict[str, PartitionCounts] | None = None
     version = guards.torch_tensorrt_version()
     for spec, counts in releases.items():
         try:
@@ -76,7 +77,7 @@ def _release_override(releases: Any) -> Dict[str, PartitionCounts]:
     return found or {}
 
 
-def _blocks(module: Any) -> List[Tuple[str, Any]]:
+def _blocks(module: Any) -> list[tuple[str, Any]]:
     return [(n, c) for n, c in module.named_children() if n.startswith((ACC_PREFIX, GPU_PREFIX))]
 
 
@@ -96,7 +97,7 @@ def describe_partitions(module: Any) -> str:
 
 
 def assert_partition_counts(
-    module: Any, expected: Union[PartitionCounts, Tuple[int, int]], settings: Any = None
+    module: Any, expected: PartitionCounts | tuple[int, int], settings: Any = None
 ) -> None:
     """Assert the block counts; the failure lists each block's nodes and the predicate's decision."""
     expected = _counts(expected, "expected")

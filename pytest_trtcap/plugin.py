@@ -16,7 +16,8 @@ pytest run whose bytecode is not cached; this module, loaded in every run, has n
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Generator, List, Optional, Sequence
+from collections.abc import Generator, Sequence
+from typing import TYPE_CHECKING, Any, Optional
 
 import pytest
 
@@ -43,7 +44,7 @@ class _OtherName:
     """Holds the plugin's other name; it has no hooks. Not a block: ``-p NAME`` unblocks the name it loads, and
     pytest would then register this module again and fail."""
 
-    def __dir__(self) -> List[str]:
+    def __dir__(self) -> list[str]:
         """Nothing for pluggy's hook scan or pytest's fixture scan to read: every pytest run registers one."""
         return []
 
@@ -247,7 +248,7 @@ def _carried_after_collection(items: Any) -> bool:
     return _carries_marker(nodes)
 
 
-def pytest_report_header(config: pytest.Config) -> Optional[List[str]]:
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if _STATE not in config.stash:
         return None
     from .report import header_lines

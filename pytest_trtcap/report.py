@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Protocol, Set, Tuple
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
@@ -29,15 +30,15 @@ if TYPE_CHECKING:
 # --- the entries a test report carries ------------------------------------------------------------------------
 
 ATTRIBUTE = "trtcap_properties"
-_PAIRS = pytest.StashKey[List[Tuple[str, Any]]]()  # on the item: every pair appended for it so far
+_PAIRS = pytest.StashKey[list[tuple[str, Any]]]()  # on the item: every pair appended for it so far
 
 
 class OwnProperties:
     """The pairs one plugin appended, kept alive so that an identity check cannot match a recycled ``id``."""
 
     def __init__(self) -> None:
-        self._own: Dict[int, Tuple[str, Any]] = {}
-        self._ran_here: Set[str] = set()  # node ids of the tests this process ran
+        self._own: dict[int, tuple[str, Any]] = {}
+        self._ran_here: set[str] = set()  # node ids of the tests this process ran
 
     def ran_here(self, item: Any) -> None:
         self._ran_here.add(item.nodeid)
@@ -48,7 +49,7 @@ class OwnProperties:
         self._own[id(pair)] = pair
         self._ran_here.add(item.nodeid)
 
-    def read(self, report: Any, *keys: str) -> Iterator[Tuple[str, Any]]:
+    def read(self, report: Any, *keys: str) -> Iterator[tuple[str, Any]]:
         """``(key, value)`` of each of ``report``'s entries under ``keys`` that the plugin appended."""
         here = report.nodeid in self._ran_here
         for entry in getattr(report, ATTRIBUTE, None) or ():
@@ -72,15 +73,15 @@ class Findings(Protocol):
     """What the summary reads of a session's per-session hooks (``session.SessionPlugin``, which calls this
     module: the summary's text lives here, the findings there)."""
 
-    skips: Dict[str, str]
-    needs_gpu: Dict[str, str]
-    leaks: Dict[str, str]
+    skips: dict[str, str]
+    needs_gpu: dict[str, str]
+    leaks: dict[str, str]
     state: TrtcapState
 
     def fired_counts(self) -> Counter: ...
 
 
-def upstream_ships_guards() -> Optional[bool]:
+def upstream_ships_guards() -> bool | None:
     """Whether the installed Torch-TensorRT has its own Turing predicate (read from source, not imported)."""
     import importlib.machinery
     import os
@@ -127,7 +128,7 @@ def _guards_text(state: TrtcapState) -> str:
     return f"on ({_sourced(s)}; installed when torch_tensorrt is imported)"
 
 
-def review_line() -> Optional[str]:
+def review_line() -> str | None:
     """The registry review's line once the suite has imported the converter registry (never imports it)."""
     if loaded_converter_registry() is None:  # the guards' registry and review modules stay unloaded
         return None
@@ -156,7 +157,7 @@ def header_line(state: TrtcapState) -> str:
     )
 
 
-def header_lines(state: TrtcapState, verbose: bool = False) -> List[str]:
+def header_lines(state: TrtcapState, verbose: bool = False) -> list[str]:
     """One line by default; with ``-v`` also the Torch-TensorRT version, neutralizations, GPU-less import and
     isolation mode, each with its source. (pytest shows no header at all under ``-q``.)"""
     lines = [header_line(state)]
@@ -200,7 +201,7 @@ def _gpu_less_text(setting: Setting) -> str:
             "imported without a CUDA device)")
 
 
-def _verbose_lines(state: TrtcapState) -> List[str]:
+def _verbose_lines(state: TrtcapState) -> list[str]:
     """The ``-v`` lines, each setting with its source."""
     from trtcap_guards.tooling import builder_targets_status
 
@@ -220,9 +221,9 @@ def _verbose_lines(state: TrtcapState) -> List[str]:
     return lines
 
 
-def _guard_lines(session: Findings) -> List[str]:
+def _guard_lines(session: Findings) -> list[str]:
     """The review, the neutralized guards and what the guards kept off TensorRT."""
-    lines: List[str] = []
+    lines: list[str] = []
     review = review_line()
     if review:
         lines.append(review)
@@ -235,7 +236,7 @@ def _guard_lines(session: Findings) -> List[str]:
     return lines
 
 
-def _restored(leaks: Dict[str, str]) -> str:
+def _restored(leaks: dict[str, str]) -> str:
     """"restored" only where it is true: a leak whose restore failed says so on its line (``NOT_RESTORED``)."""
     from .isolation.frames import NOT_RESTORED
 
@@ -245,9 +246,9 @@ def _restored(leaks: Dict[str, str]) -> str:
     return "not restored" if failed == len(leaks) else f"restored except {failed}"
 
 
-def summary_lines(session: Findings) -> List[str]:
+def summary_lines(session: Findings) -> list[str]:
     """The ``trtcap`` summary section's lines (none: no section)."""
-    lines: List[str] = []
+    lines: list[str] = []
     if session.skips:
         by_marker = Counter(session.skips.values())
         detail = ", ".join(f"{m}: {n}" for m, n in sorted(by_marker.items()))

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Dict, Generator, List, Optional
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,10 +32,10 @@ _FIXTURE_LEAK_PROPERTY = "trtcap_fixture_leak"
 _SKIP_PROPERTY = "trtcap_skip"
 
 _ISOLATED = pytest.StashKey[bool]()
-_OUR_MARKS = pytest.StashKey[List[Any]]()
+_OUR_MARKS = pytest.StashKey[list[Any]]()
 
 
-def _our_marks(item: pytest.Item) -> List[Any]:
+def _our_marks(item: pytest.Item) -> list[Any]:
     """The plugin's markers on ``item`` (``markers.our_marks``), read once per test."""
     marks = item.stash.get(_OUR_MARKS, None)
     if marks is None:
@@ -76,17 +77,17 @@ class SessionPlugin:
 
     def __init__(self, state: TrtcapState) -> None:
         self.state = state
-        self.leaks: Dict[str, str] = {}  # filled from reports, so they are right under xdist too
-        self.skips: Dict[str, str] = {}
-        self.needs_gpu: Dict[str, str] = {}  # nodeid -> signature (``--trtcap-needs-gpu skip``)
-        self.held: Optional[pytest.Item] = None  # the test between hold and release
-        self.hold_at_call: Optional[pytest.Item] = None  # woken in this test's setup: held when its body starts
-        self.current: Optional[pytest.Item] = None  # the test being set up, run or torn down
-        self.fixture_leaks: List[Any] = []  # (subject, changes) found in fixture teardowns, reported in teardown
+        self.leaks: dict[str, str] = {}  # filled from reports, so they are right under xdist too
+        self.skips: dict[str, str] = {}
+        self.needs_gpu: dict[str, str] = {}  # nodeid -> signature (``--trtcap-needs-gpu skip``)
+        self.held: pytest.Item | None = None  # the test between hold and release
+        self.hold_at_call: pytest.Item | None = None  # woken in this test's setup: held when its body starts
+        self.current: pytest.Item | None = None  # the test being set up, run or torn down
+        self.fixture_leaks: list[Any] = []  # (subject, changes) found in fixture teardowns, reported in teardown
         self.fired_before = guards.fired()  # guards fired in this process before the session
-        self.late_target_hook: Optional[str] = None  # a targets hook found while collecting: the usage error
+        self.late_target_hook: str | None = None  # a targets hook found while collecting: the usage error
         self.properties = OwnProperties()  # what this plugin attached to the reports
-        self.unreported: List[str] = []  # project entries' errors no test could be failed with: for the summary
+        self.unreported: list[str] = []  # project entries' errors no test could be failed with: for the summary
 
     def join(self, item: pytest.Item, when: str) -> None:
         """Registered while ``item`` runs (the session had been dormant). In its body, hold now: nothing held was
@@ -177,7 +178,7 @@ class SessionPlugin:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, Any, Any]:
         """Restore before the fixtures are torn down; report after, so no warnings filter can stop the teardown."""
-        changes: List[str] = []
+        changes: list[str] = []
         self.hold_at_call = None  # woken in a setup that failed or skipped: the body never ran
         if item.stash.get(_HELD, False):
             item.stash[_HELD] = False
@@ -209,11 +210,11 @@ class SessionPlugin:
             raise error
         return result
 
-    def _entry_failures(self) -> List[str]:
+    def _entry_failures(self) -> list[str]:
         isolation = self.state.isolation
         return isolation.take_failures() if isolation is not None else []
 
-    def _flush_fixture_leaks(self, item: pytest.Item, leaks: List[Any]) -> None:
+    def _flush_fixture_leaks(self, item: pytest.Item, leaks: list[Any]) -> None:
         for subject, what in self.fixture_leaks:
             self.properties.append(item, _FIXTURE_LEAK_PROPERTY, f"{subject} -> {'; '.join(what)}")
             leaks.append((subject, what))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 
@@ -70,23 +70,23 @@ class RunningTest:
 class TrtcapState:
     """Everything the plugin holds for one session."""
 
-    def __init__(self, config: pytest.Config, resolved: Optional[Settings] = None,
+    def __init__(self, config: pytest.Config, resolved: Settings | None = None,
                  target_hook_plugins: tuple = ()) -> None:
         self.config = config
         self.settings = resolved if resolved is not None else Settings()
         self.exit = ExitStack()
-        self.isolation: Optional[Isolation] = None
+        self.isolation: Isolation | None = None
         self.session: Any = None  # the per-session hooks (session.SessionPlugin), once session.activate() ran
         self.guards_installed_by_us = False
         self.installed_targets: tuple = ()
-        self.worker_status: List[Dict[str, Any]] = []
-        self.user_state: Optional[list] = None  # the project's pytest_trtcap_isolated_state entries, checked
+        self.worker_status: list[dict[str, Any]] = []
+        self.user_state: list | None = None  # the project's pytest_trtcap_isolated_state entries, checked
         self.audit: Any = None  # audit.AuditSession under --trtcap-audit
         self.target_hook_plugins = target_hook_plugins  # what implemented the targets hook when settings resolved
 
     # --- active -----------------------------------------------------------------------------------------------
 
-    def running_test(self) -> Optional[RunningTest]:
+    def running_test(self) -> RunningTest | None:
         """The test of this session that is running now, if any (pytest names it in ``PYTEST_CURRENT_TEST``)."""
         current = os.environ.get("PYTEST_CURRENT_TEST", "")
         nodeid, _, when = current.rpartition(" ")

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from collections.abc import Callable, Iterable
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Optional, Tuple
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -47,11 +48,11 @@ def _choice(raw: Any, name: str, spec: Spec) -> str:
     return value
 
 
-def _targets(raw: str, name: str, spec: Spec) -> Tuple[Tuple[int, int], ...]:  # noqa: ARG001 - PARSERS' signature
+def _targets(raw: str, name: str, spec: Spec) -> tuple[tuple[int, int], ...]:  # noqa: ARG001 - PARSERS' signature
     return guards.parse_targets(raw, name, warn=False)  # warned once resolved: report_unsupported
 
 
-def _target_names(raw: Any, name: str, spec: Spec) -> Tuple[str, ...]:  # noqa: ARG001 - PARSERS' signature
+def _target_names(raw: Any, name: str, spec: Spec) -> tuple[str, ...]:  # noqa: ARG001 - PARSERS' signature
     items = raw if isinstance(raw, (list, tuple)) else str(raw).replace("\n", ",").split(",")
     out = []
     for item in items:
@@ -62,7 +63,7 @@ def _target_names(raw: Any, name: str, spec: Spec) -> Tuple[str, ...]:  # noqa: 
 
 
 #: ``Spec.parse`` -> (raw value, source name, spec) -> value; ValueError on bad input.
-PARSERS: Dict[str, Callable[[Any, str, Spec], Any]] = {
+PARSERS: dict[str, Callable[[Any, str, Spec], Any]] = {
     "targets": _targets,
     "target names": _target_names,
     "bool": lambda raw, name, spec: parse_bool(raw, name),  # noqa: ARG005 - PARSERS' signature
@@ -71,7 +72,7 @@ PARSERS: Dict[str, Callable[[Any, str, Spec], Any]] = {
 
 
 #: (setting, source, text) -> the value read from it, per session.
-_READ = pytest.StashKey[Dict[Tuple[str, str, str], Any]]()
+_READ = pytest.StashKey[dict[tuple[str, str, str], Any]]()
 
 
 def _read(config: pytest.Config, spec: Spec, raw: Any, source: str) -> Any:
@@ -121,7 +122,7 @@ def report_unsupported(config: pytest.Config, setting: Setting) -> None:
         ) from None
 
 
-def _target_hook(config: pytest.Config) -> Optional[Setting]:
+def _target_hook(config: pytest.Config) -> Setting | None:
     caller = config.hook.pytest_trtcap_target_capabilities
     if not caller.get_hookimpls():  # nothing implements it (most projects): nothing to load or call
         return None
@@ -189,7 +190,7 @@ def declare(state: TrtcapState) -> None:
 # rules).
 
 
-def registered_targets() -> Optional[Dict[str, str]]:
+def registered_targets() -> dict[str, str] | None:
     """Lower-cased name -> name of every converter target; None while the registry is not imported."""
     from trtcap_guards.tooling import loaded_converter_registry
 
@@ -202,7 +203,7 @@ def registered_targets() -> Optional[Dict[str, str]]:
     return {name.lower(): name for name in names}
 
 
-def _check_targets(names: Iterable[str], source: str, known: Dict[str, str], what: str) -> None:
+def _check_targets(names: Iterable[str], source: str, known: dict[str, str], what: str) -> None:
     """UsageError naming the first name not in ``known`` and the nearest ones that are."""
     for name in names:
         if name in known.values():

@@ -13,7 +13,8 @@ element is zero is scanned in full. torch is imported when the function is first
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import trtcap_guards as guards
 from trtcap_guards import RULES
@@ -114,7 +115,7 @@ def _leaves(value: Any, torch: Any) -> Iterator[Any]:
 class Walk(NamedTuple):
     """Two structures read side by side, as ``assert_close`` pairs them."""
 
-    pairs: List[Tuple[str, Any, Any]]  # (path, actual, expected): tensors that match in shape (and dtype)
+    pairs: list[tuple[str, Any, Any]]  # (path, actual, expected): tensors that match in shape (and dtype)
     mismatched: bool  # somewhere they do not match in structure (shape, dtype, length, keys or type)
 
 
@@ -125,7 +126,7 @@ def _is_sequence(value: Any) -> bool:
 def _walk(actual: Any, expected: Any, torch: Any, check_dtype: bool = True) -> Walk:
     """Pair the tensors of ``actual`` and ``expected`` at any depth, in order; a pair or a container that does not
     match in structure is left out (only torch's report can say what is wrong there) and marks the walk."""
-    pairs: List[Tuple[str, Any, Any]] = []
+    pairs: list[tuple[str, Any, Any]] = []
     mismatched = False
     stack = [("output", actual, expected)]
     while stack:
@@ -146,11 +147,11 @@ def _walk(actual: Any, expected: Any, torch: Any, check_dtype: bool = True) -> W
     return Walk(pairs, mismatched)
 
 
-Problem = Tuple[str, str, str]  # (kind, path, detail)
+Problem = tuple[str, str, str]  # (kind, path, detail)
 
 
-def _problems(pairs: List[Tuple[str, Any, Any]], torch: Any) -> List[Problem]:
-    out: List[Problem] = []
+def _problems(pairs: list[tuple[str, Any, Any]], torch: Any) -> list[Problem]:
+    out: list[Problem] = []
     for path, a, e in pairs:
         try:
             problem = _tensor_problem(path, a.detach(), e.detach(), torch)
@@ -161,7 +162,7 @@ def _problems(pairs: List[Tuple[str, Any, Any]], torch: Any) -> List[Problem]:
     return out
 
 
-def _tensor_problem(path: str, a: Any, e: Any, torch: Any) -> Optional[Problem]:
+def _tensor_problem(path: str, a: Any, e: Any, torch: Any) -> Problem | None:
     what = f"{path} (shape {tuple(a.shape)}, {a.dtype})"
     if _all_zero_where_eager_is_not(a, e):
         return ALL_ZERO, path, _zero_detail(path, a, e)
@@ -182,7 +183,7 @@ def _decision(settings: Any) -> str:
     return f"trtcap: targets Turing on TensorRT-RTX = {decision.targets_turing}: {one_line(decision.reason)}"
 
 
-def _rules_lines(settings: Any) -> List[str]:
+def _rules_lines(settings: Any) -> list[str]:
     decision = guards.capability_decision(settings)
     rules = [r for r in RULES if decision.targets_capability(r.capability)]
     if not rules:
@@ -191,7 +192,7 @@ def _rules_lines(settings: Any) -> List[str]:
         f"  {r.name}: {r.cannot_serve} on SM {r.capability[0]}.{r.capability[1]} ({r.why})" for r in rules]
 
 
-def _message(problems: List[Problem], settings: Any, structure_report: Optional[str] = None) -> str:
+def _message(problems: list[Problem], settings: Any, structure_report: str | None = None) -> str:
     kinds = list(dict.fromkeys(kind for kind, _, _ in problems))
     lines = [f"trtcap: {' and '.join(kinds)}"]
     lines.extend(f"  {detail}" for _, _, detail in problems)
@@ -214,10 +215,10 @@ def _message(problems: List[Problem], settings: Any, structure_report: Optional[
 # False, and the caller then runs torch's own comparison, which decides and words the failure.
 
 _OPTIONS = frozenset(("rtol", "atol", "equal_nan"))
-_precisions: Dict[Any, Tuple[float, float]] = {}
+_precisions: dict[Any, tuple[float, float]] = {}
 
 
-def _default_tolerances(dtype: Any) -> Optional[Tuple[float, float]]:
+def _default_tolerances(dtype: Any) -> tuple[float, float] | None:
     """torch's own table (``torch.testing._comparison._DTYPE_PRECISIONS``); None where it cannot be read."""
     if not _precisions:
         try:
@@ -228,7 +229,7 @@ def _default_tolerances(dtype: Any) -> Optional[Tuple[float, float]]:
     return _precisions.get(dtype, (0.0, 0.0))
 
 
-def _leaf_pairs(actual: Any, expected: Any, torch: Any, out: List[Tuple[Any, Any]], depth: int = 0) -> bool:
+def _leaf_pairs(actual: Any, expected: Any, torch: Any, out: list[tuple[Any, Any]], depth: int = 0) -> bool:
     """Collect tensor pairs of two structures of the same shape; False for anything torch might treat otherwise."""
     tensor = torch.Tensor
     if type(actual) is tensor and type(expected) is tensor:
@@ -245,7 +246,7 @@ def _leaf_pairs(actual: Any, expected: Any, torch: Any, out: List[Tuple[Any, Any
     return False
 
 
-def _tensor_passes(a: Any, e: Any, torch: Any, rtol: Optional[float], atol: Optional[float], equal_nan: bool) -> bool:
+def _tensor_passes(a: Any, e: Any, torch: Any, rtol: float | None, atol: float | None, equal_nan: bool) -> bool:
     dtype = a.dtype
     if (dtype != e.dtype or a.shape != e.shape or a.device != e.device or a.layout is not torch.strided
             or e.layout is not torch.strided or a.is_quantized or a.device.type in ("meta", "mps")
@@ -264,7 +265,7 @@ def _plain_tolerance(value: Any) -> bool:
     return value is None or (type(value) in (int, float) and value >= 0)
 
 
-def fast_passes(actual: Any, expected: Any, torch: Any, options: Dict[str, Any]) -> bool:
+def fast_passes(actual: Any, expected: Any, torch: Any, options: dict[str, Any]) -> bool:
     """True only where ``torch.testing.assert_close(actual, expected, **options)`` is known to pass."""
     if not _OPTIONS.issuperset(options):
         return False
@@ -276,7 +277,7 @@ def fast_passes(actual: Any, expected: Any, torch: Any, options: Dict[str, Any])
         return False  # torch words a bad option its own way (a RuntimeError naming the pair): let it
     if type(actual) is torch.Tensor and type(expected) is torch.Tensor:  # the common case, no list
         return _tensor_passes(actual, expected, torch, rtol, atol, equal_nan)
-    pairs: List[Tuple[Any, Any]] = []
+    pairs: list[tuple[Any, Any]] = []
     if not _leaf_pairs(actual, expected, torch, pairs):
         return False
     return all(_tensor_passes(a, e, torch, rtol, atol, equal_nan) for a, e in pairs)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Tuple, Union
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import trtcap_guards as guards
 
@@ -57,9 +58,9 @@ class TrtCapabilityMixin:
 
     @staticmethod
     def expected_partition_counts(
-        default: Union[PartitionCounts, Tuple[int, int]],
-        turing: Optional[Union[PartitionCounts, Tuple[int, int]]] = None,
+        default: PartitionCounts | tuple[int, int],
+        turing: PartitionCounts | tuple[int, int] | None = None,
         *,
-        releases: Optional[Mapping[str, Mapping[str, Union[PartitionCounts, Tuple[int, int]]]]] = None,
+        releases: Mapping[str, Mapping[str, PartitionCounts | tuple[int, int]]] | None = None,
     ) -> PartitionCounts:
         return expected_partition_counts(default, turing, releases=releases)

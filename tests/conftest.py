@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any, Iterator, List, Tuple
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -105,7 +106,7 @@ class TargetsFactory:
 
     def __init__(self, stack: contextlib.ExitStack) -> None:
         self._stack = stack
-        self.declared: List[Any] = []
+        self.declared: list[Any] = []
 
     def __call__(self, spec: Any, origin: str = "test") -> Any:
         handle = self._stack.enter_context(guards.declare_targets(spec, origin=origin))
@@ -113,7 +114,7 @@ class TargetsFactory:
         return handle
 
     @property
-    def current(self) -> Tuple[Tuple[int, int], ...]:
+    def current(self) -> tuple[tuple[int, int], ...]:
         return guards.capability_decision(probe_host=False).targets
 
 
@@ -133,7 +134,7 @@ def targets(request: pytest.FixtureRequest) -> Iterator[TargetsFactory]:
 
 
 @pytest.fixture
-def guarded(tt: Any) -> Iterator[Tuple[str, ...]]:
+def guarded(tt: Any) -> Iterator[tuple[str, ...]]:
     """Guards installed in the live registry for the test, uninstalled after it (a fixture undoes its own change)."""
     names = guards.install()
     yield names
@@ -158,7 +159,7 @@ def registry_guard(aten_converters: dict) -> Iterator[dict]:
             aten_converters[target] = lst
 
 
-def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that declare targets through the ``targets`` factory change the guards' declarations in their body
     and rely on the fixture's teardown to undo them; under the plugin's rule (a test is held until its teardown
     starts) that is a leak of the test. ``_guards_isolation`` already restores the guards' state for them."""

@@ -2,7 +2,6 @@
 guards' state and undo it. Each test asserts the targets it finds; each conftest prints the guards' state once every
 fixture has ended."""
 
-from typing import Dict, Tuple
 
 FINAL_STATE = '''
 import trtcap_guards as guards
@@ -40,7 +39,7 @@ def sess():
 '''
 
 #: name -> (files, tests that pass)
-SUITES: Dict[str, Tuple[Dict[str, str], int]] = {
+SUITES: dict[str, tuple[dict[str, str], int]] = {
     "class fixture inside a session fixture": ({"conftest.py": FINAL_STATE + SESSION, "test_z.py": """
 import pytest
 from conftest import guards, origin
@@ -294,7 +293,7 @@ def test_after():
 #: fixture first requested by a later test of its scope adds to the same registry (an order pytest-randomly makes
 #: routinely). Each test after such a scope asserts the registries are as at the session's start, plus what the
 #: session fixtures still alive added; the conftest prints whether they are as they started once every fixture ended.
-CASCADE: Dict[str, str] = {"conftest.py": '''
+CASCADE: dict[str, str] = {"conftest.py": '''
 import pytest
 import torch
 from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_ATEN_CONVERTERS, dynamo_tensorrt_converter

@@ -8,7 +8,7 @@ Exports are cached per dtype (the slow part); every partition works on a deep co
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Tuple
+from typing import Any
 
 import torch
 
@@ -28,10 +28,10 @@ class MLP(torch.nn.Module):
         return self.fc2(self.act(self.fc1(x)))
 
 
-_lowered: Dict[torch.dtype, Tuple[Any, torch.nn.Module, torch.Tensor]] = {}
+_lowered: dict[torch.dtype, tuple[Any, torch.nn.Module, torch.Tensor]] = {}
 
 
-def lowered(dtype: torch.dtype = torch.float32) -> Tuple[Any, torch.nn.Module, torch.Tensor]:
+def lowered(dtype: torch.dtype = torch.float32) -> tuple[Any, torch.nn.Module, torch.Tensor]:
     """torch.export + Torch-TensorRT's decompositions + post_lowering, once per dtype."""
     guards.import_torch_tensorrt()
     from torch_tensorrt.dynamo._settings import CompilationSettings
@@ -46,7 +46,7 @@ def lowered(dtype: torch.dtype = torch.float32) -> Tuple[Any, torch.nn.Module, t
     return _lowered[dtype]
 
 
-def partition(dtype: torch.dtype = torch.float32) -> Tuple[Any, torch.nn.Module, torch.Tensor]:
+def partition(dtype: torch.dtype = torch.float32) -> tuple[Any, torch.nn.Module, torch.Tensor]:
     """``fast_partition`` against the live (possibly guarded) registry: (partitioned module, model, input)."""
     from torch_tensorrt.dynamo import partitioning
     from torch_tensorrt.dynamo._settings import CompilationSettings

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 CONTAINER_CALLS = {"dict", "list", "set", "defaultdict", "OrderedDict", "Counter", "deque", "WeakValueDictionary",
                    "WeakKeyDictionary", "WeakSet", "build_from_passlist", "DynamoPassManager", "PassManager",
@@ -37,7 +37,7 @@ def _module_name(root: str, package: str, path: str) -> str:
     return package if rel == "__init__" else f"{package}.{rel}"
 
 
-def _is_container(value: Optional[ast.AST], annotation: Optional[ast.AST]) -> bool:
+def _is_container(value: ast.AST | None, annotation: ast.AST | None) -> bool:
     if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
         return True
     if isinstance(value, ast.Call):
@@ -75,9 +75,9 @@ def _resolve_from(module: str, node: ast.ImportFrom, is_package: bool) -> str:
 class _ModuleScan:
     def __init__(self, module: str, tree: ast.Module, is_package: bool) -> None:
         self.module, self.tree, self.is_package = module, tree, is_package
-        self.containers: Set[str] = set()
-        self.names: Dict[str, Tuple[str, str]] = {}  # local name -> (module, name) imported from
-        self.modules: Dict[str, str] = {}  # alias -> module
+        self.containers: set[str] = set()
+        self.names: dict[str, tuple[str, str]] = {}  # local name -> (module, name) imported from
+        self.modules: dict[str, str] = {}  # alias -> module
         for node in _top_level(tree):
             if isinstance(node, ast.Assign) and _is_container(node.value, None):
                 self.containers.update(t.id for t in node.targets if isinstance(t, ast.Name))
@@ -95,7 +95,7 @@ class _ModuleScan:
                     if alias.asname:
                         self.modules[alias.asname] = alias.name
 
-    def resolve(self, node: ast.AST, local: Set[str]) -> Optional[Tuple[str, str]]:
+    def resolve(self, node: ast.AST, local: set[str]) -> tuple[str, str] | None:
         if isinstance(node, ast.Name):
             if node.id in local:
                 return None
@@ -128,7 +128,7 @@ class _ModuleScan:
         local -= declared_global
         where = f"{self.module}:{fn.name}"
         for node in ast.walk(fn):
-            hit: Optional[Tuple[Tuple[str, str], str]] = None
+            hit: tuple[tuple[str, str], str] | None = None
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
                 ref = self.resolve(node.func.value, local)
                 hit = (ref, f".{node.func.attr}()") if ref else None
@@ -151,13 +151,13 @@ class _ModuleScan:
                 (module, name), how = hit
                 yield Mutation(module, name, how, where)
 
-    def _all_containers(self) -> Set[str]:
+    def _all_containers(self) -> set[str]:
         return self.containers | set(self.names)
 
 
-def scan(package_dir: str, package: str) -> List[Mutation]:
+def scan(package_dir: str, package: str) -> list[Mutation]:
     """Every module-level container of ``package`` that a function of ``package`` mutates (or global rebinding)."""
-    scans: Dict[str, _ModuleScan] = {}
+    scans: dict[str, _ModuleScan] = {}
     for root, _, files in os.walk(package_dir):
         for f in sorted(files):
             if f.endswith(".py"):

@@ -19,7 +19,7 @@ import sysconfig
 import tarfile
 import zipfile
 from pathlib import Path
-from typing import List, NamedTuple
+from typing import NamedTuple
 
 import pytest
 
@@ -41,7 +41,7 @@ def _run(*cmd: object, cwd: Path, env: dict | None = None, timeout: int = 900) -
     return done
 
 
-def _tree_files(root: Path) -> List[str]:
+def _tree_files(root: Path) -> list[str]:
     """The files a release must carry: git's list in a checkout, the tree itself in an unpacked sdist."""
     if (root / ".git").exists():
         out = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout

@@ -7,7 +7,7 @@ Inline runs where nothing imports Torch-TensorRT; subprocess runs where a confte
 from __future__ import annotations
 
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -17,8 +17,9 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Dict, List, NamedTuple, Optional
+from typing import NamedTuple
 
 import pytest
 
@@ -33,10 +34,10 @@ RULE = re.compile(r"([=\-─])\1{2,}")
 class Quote(NamedTuple):
     where: str  # doc:line of the ``$`` line
     command: str
-    lines: List[str]
+    lines: list[str]
 
 
-def quotes() -> List[Quote]:
+def quotes() -> list[Quote]:
     found = []
     for doc in DOCS:
         text = doc.read_text(encoding="utf-8")
@@ -53,17 +54,17 @@ def _normal(line: str) -> str:
     return " ".join(RULE.sub(lambda m: m.group(1) * 3, DURATION.sub("<duration>", line)).split())
 
 
-def _find(chunk: List[str], out: List[str], start: int) -> int:
+def _find(chunk: list[str], out: list[str], start: int) -> int:
     for at in range(start, len(out) - len(chunk) + 1):
         if out[at:at + len(chunk)] == chunk:
             return at
     return -1
 
 
-def mismatch(quoted: List[str], printed: List[str]) -> Optional[str]:
+def mismatch(quoted: list[str], printed: list[str]) -> str | None:
     """Why ``quoted`` is not ``printed`` with lines left out only where it says ``...``; None when it is."""
     out = [_normal(line) for line in printed]
-    chunks: List[List[str]] = [[]]
+    chunks: list[list[str]] = [[]]
     for line in quoted:
         if line.strip() == GAP:
             chunks.append([])
@@ -99,15 +100,15 @@ def _argv(command: str) -> tuple:
 
 
 @pytest.fixture(scope="module")
-def printed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], List[str]]:
+def printed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], list[str]]:
     """``printed(command)``: the command's standard output lines, run once per command in a copy of the suites."""
     workspace = tmp_path_factory.mktemp("docs-workspace")
     ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache")
     shutil.copytree(ROOT / "examples", workspace / "examples", ignore=ignore)
     shutil.copytree(ROOT / "tests" / "lane_suite", workspace / "tests" / "lane_suite", ignore=ignore)
-    outputs: Dict[str, List[str]] = {}
+    outputs: dict[str, list[str]] = {}
 
-    def run(command: str) -> List[str]:
+    def run(command: str) -> list[str]:
         if command not in outputs:
             argv, extra = _argv(command)
             env = {k: v for k, v in os.environ.items() if not k.startswith(("TRTCAP_", "PYTEST_", "LANE_"))}
@@ -120,7 +121,7 @@ def printed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], List[st
 
 
 @pytest.mark.parametrize("quote", quotes(), ids=lambda q: q.where)
-def test_the_quoted_output_is_what_the_command_prints(quote: Quote, printed: Callable[[str], List[str]]) -> None:
+def test_the_quoted_output_is_what_the_command_prints(quote: Quote, printed: Callable[[str], list[str]]) -> None:
     output = printed(quote.command)
     problem = mismatch(quote.lines, output)
     assert problem is None, f"{quote.where}: $ {quote.command}\n{problem}\n--- printed:\n" + "\n".join(output[-60:])
@@ -140,7 +141,7 @@ PRINTED = ["header", "SKIPPED [4] examples/test_x.py:40: reason", "audit line", 
     (["...", "audit line"], "goes on after"),
     (["...", "audit line", "invented line", "..."], "not printed"),
 ])
-def test_a_quote_that_differs_from_the_output_is_refused_saying_how(quoted: List[str], problem: str) -> None:
+def test_a_quote_that_differs_from_the_output_is_refused_saying_how(quoted: list[str], problem: str) -> None:
     assert problem in (mismatch(quoted, PRINTED) or "")
 
 
@@ -149,5 +150,5 @@ def test_a_quote_that_differs_from_the_output_is_refused_saying_how(quoted: List
     ["...", "SKIPPED  [4]   examples/test_x.py:40: reason", "..."],
     PRINTED,
 ])
-def test_a_faithful_quote_passes(quoted: List[str]) -> None:
+def test_a_faithful_quote_passes(quoted: list[str]) -> None:
     assert mismatch(quoted, PRINTED) is None

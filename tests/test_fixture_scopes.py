@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Dict, NamedTuple
+from typing import NamedTuple
 
 import pytest
 from fixture_scope_suites import CASCADE, CASCADE_LEAKS, FINAL_STATE, SESSION, SUITES
@@ -26,7 +26,7 @@ MODES = [
 ]
 
 
-def run(pytester: pytest.Pytester, files: Dict[str, str], *flags: str) -> pytest.RunResult:
+def run(pytester: pytest.Pytester, files: dict[str, str], *flags: str) -> pytest.RunResult:
     for path, text in files.items():
         target = pytester.path / path
         target.parent.mkdir(parents=True, exist_ok=True)

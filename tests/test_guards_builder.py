@@ -11,7 +11,7 @@ is the memo of ``host_capabilities()`` (probed once per process), and the only t
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any
 
 import pytest
 import torch
@@ -76,7 +76,7 @@ def populate(interpreter: Any) -> Any:
     return interpreter._populate_trt_builder_config(False, None)
 
 
-def declared_on(config: Any) -> List[str]:
+def declared_on(config: Any) -> list[str]:
     """What the config carries, read back with TensorRT-RTX's own getters."""
     return [config.get_compute_capability(i).name for i in range(config.num_compute_capabilities)]
 
@@ -87,7 +87,7 @@ def build(interpreter: Any, config: Any) -> bytes:
     return bytes(serialized)
 
 
-def by_hand(interpreter: Any, trt: Any, names: List[str]) -> Any:
+def by_hand(interpreter: Any, trt: Any, names: list[str]) -> Any:
     """A stock config on which the test itself declares ``names`` (the reference for the hooked one)."""
     config = populate(interpreter)
     assert config.num_compute_capabilities == 0
@@ -334,7 +334,7 @@ def test_plan_from_a_decision(made, capabilities, current, dropped, text):
 # --- standing aside where Torch-TensorRT declares the targets itself ------------------------------------------
 
 
-def set_rtx_compute_capabilities(config: Any, names: List[str]) -> None:
+def set_rtx_compute_capabilities(config: Any, names: list[str]) -> None:
     """Shaped like a newer release's helper, defined at module level and called by its populate function."""
     import tensorrt_rtx
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Any, Callable, Iterator, List
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -14,15 +15,15 @@ from trtcap_guards import process_state
 
 
 @pytest.fixture
-def calls() -> Iterator[List[Any]]:
+def calls() -> Iterator[list[Any]]:
     """The state each call of a listener saw (so a test can tell it ran before the change)."""
-    seen: List[Any] = []
+    seen: list[Any] = []
     cancel = process_state.on_first_change(lambda: seen.append(guards.state_snapshot(fired=False)))
     yield seen
     cancel()
 
 
-CHANGES: List[Callable[[], Any]] = [
+CHANGES: list[Callable[[], Any]] = [
     lambda: guards.declare_targets("8.9", origin="first-use test").undo(),
     lambda: guards.declare_backend("standard", origin="first-use test").undo(),
     lambda: guards.enable_builder_targets(False, origin="first-use test").undo(),
@@ -30,21 +31,21 @@ CHANGES: List[Callable[[], Any]] = [
 
 
 @pytest.mark.parametrize("change", CHANGES, ids=["declare_targets", "declare_backend", "enable_builder_targets"])
-def test_each_change_calls_the_listener_once_before_it_changes(calls: List[Any], change: Callable[[], Any]) -> None:
+def test_each_change_calls_the_listener_once_before_it_changes(calls: list[Any], change: Callable[[], Any]) -> None:
     before = guards.state_snapshot(fired=False)
     change()
     change()
     assert calls == [before]
 
 
-def test_entering_a_neutralization_calls_it_before(calls: List[Any]) -> None:
+def test_entering_a_neutralization_calls_it_before(calls: list[Any]) -> None:
     before = guards.state_snapshot(fired=False)
     with guards.neutralize("aten.mm.default"):
         assert calls == [before]
     assert calls == [before]
 
 
-def test_reading_never_calls_it(calls: List[Any]) -> None:
+def test_reading_never_calls_it(calls: list[Any]) -> None:
     guards.capability_decision(probe_host=False)
     guards.neutralized()
     guards.builder_targets_enabled()
@@ -53,7 +54,7 @@ def test_reading_never_calls_it(calls: List[Any]) -> None:
 
 
 def test_a_cancelled_listener_is_not_called() -> None:
-    seen: List[str] = []
+    seen: list[str] = []
     cancel = process_state.on_first_change(lambda: seen.append("called"))
     cancel()
     cancel()  # twice is harmless
@@ -61,7 +62,7 @@ def test_a_cancelled_listener_is_not_called() -> None:
     assert seen == []
 
 
-def test_restoring_a_snapshot_is_a_change_too(calls: List[Any]) -> None:
+def test_restoring_a_snapshot_is_a_change_too(calls: list[Any]) -> None:
     before = guards.state_snapshot(fired=False)
     guards.restore_state(before)
     assert calls == [before]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
-from typing import Dict, List, NamedTuple
+from typing import NamedTuple
 
 import pytest
 
@@ -31,7 +31,7 @@ class Edge(NamedTuple):
     line: int
 
 
-def _module_names(folder: Path, package: str) -> Dict[str, Path]:
+def _module_names(folder: Path, package: str) -> dict[str, Path]:
     """Dotted name -> file, for every module under ``folder`` (a package's ``__init__`` named as the package)."""
     names = {}
     for path in sorted(folder.rglob("*.py")):
@@ -51,7 +51,7 @@ def _base(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join(parts[:keep] + ([node.module] if node.module else []))
 
 
-def _targets(module: str, is_package: bool, node: ast.AST, names: Dict[str, Path]) -> List[str]:
+def _targets(module: str, is_package: bool, node: ast.AST, names: dict[str, Path]) -> list[str]:
     """What an import statement loads: ``from PKG import MODULE`` the module, ``from MODULE import NAME`` the
     module (PKG's ``__init__`` has run already: the importer is inside it)."""
     if isinstance(node, ast.Import):
@@ -62,10 +62,10 @@ def _targets(module: str, is_package: bool, node: ast.AST, names: Dict[str, Path
     return []
 
 
-def import_graph(folder: Path, package: str) -> Dict[str, List[Edge]]:
+def import_graph(folder: Path, package: str) -> dict[str, list[Edge]]:
     """Module -> its imports of the package's own modules (the nearest module each dotted name resolves to)."""
     names = _module_names(folder, package)
-    graph: Dict[str, List[Edge]] = {}
+    graph: dict[str, list[Edge]] = {}
     for module, path in names.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         edges = graph.setdefault(module, [])
@@ -78,12 +78,12 @@ def import_graph(folder: Path, package: str) -> Dict[str, List[Edge]]:
     return graph
 
 
-def cycles(graph: Dict[str, List[Edge]]) -> List[List[str]]:
+def cycles(graph: dict[str, list[Edge]]) -> list[list[str]]:
     """The strongly connected sets of more than one module (Tarjan's algorithm), each sorted."""
-    index: Dict[str, int] = {}
-    low: Dict[str, int] = {}
-    stack: List[str] = []
-    found: List[List[str]] = []
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
 
     def visit(node: str) -> None:
         index[node] = low[node] = len(index)
@@ -110,7 +110,7 @@ def cycles(graph: Dict[str, List[Edge]]) -> List[List[str]]:
     return sorted(found)
 
 
-def _describe(graph: Dict[str, List[Edge]], group: List[str], folder: Path, package: str) -> str:
+def _describe(graph: dict[str, list[Edge]], group: list[str], folder: Path, package: str) -> str:
     inside = set(group)
     lines = []
     for module in group:
@@ -153,7 +153,7 @@ def _is_private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
-def private_reaches(folder: Path, package: str) -> List[str]:
+def private_reaches(folder: Path, package: str) -> list[str]:
     """``from .other import _name`` and ``other._name`` (``other`` bound to a module of the package), with where."""
     names = _module_names(folder, package)
     found = []
@@ -199,9 +199,9 @@ TOOLING = "trtcap_guards.tooling"
 _MODULE_TEXT = re.compile(r"trtcap_guards\.\w+(\.\w+)*")
 
 
-def _imports(tree: ast.Module, allowed: Dict[str, set], where: Path, found: List[str]) -> Dict[str, str]:
+def _imports(tree: ast.Module, allowed: dict[str, set], where: Path, found: list[str]) -> dict[str, str]:
     """The local names bound to the package or the tooling module; imports of anything else go to ``found``."""
-    aliases: Dict[str, str] = {}  # local name -> GUARDS or TOOLING
+    aliases: dict[str, str] = {}  # local name -> GUARDS or TOOLING
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -220,11 +220,11 @@ def _imports(tree: ast.Module, allowed: Dict[str, set], where: Path, found: List
     return aliases
 
 
-def undeclared_guard_uses(folder: Path, public: List[str], internal: List[str]) -> List[str]:
+def undeclared_guard_uses(folder: Path, public: list[str], internal: list[str]) -> list[str]:
     """Every use of a guard name outside ``public`` (the package's) and ``internal`` (the tooling module's), in any
     import (inside functions too), attribute of an alias of either module, or string naming a guard module."""
     allowed = {GUARDS: set(public) | {"tooling"}, TOOLING: set(internal)}
-    found: List[str] = []
+    found: list[str] = []
     for path in sorted(folder.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         where = path.relative_to(folder.parent)

@@ -17,7 +17,6 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Tuple
 
 import pytest
 
@@ -30,7 +29,7 @@ class SuiteRun:
     output: str
 
     @property
-    def lines(self) -> List[str]:
+    def lines(self) -> list[str]:
         return self.output.splitlines()
 
     def outcome(self, test: str) -> str:
@@ -41,7 +40,7 @@ class SuiteRun:
         assert found, f"{test} did not run\n{self.output[-4000:]}"
         return "ERROR" if "ERROR" in found else found[0]
 
-    def leaks(self) -> Dict[str, str]:
+    def leaks(self) -> dict[str, str]:
         """Who leaked -> what, from the ``trtcap`` summary section."""
         start = next(i for i, line in enumerate(self.lines) if re.match(r"^-+ trtcap -+$", line))
         out = {}
@@ -479,7 +478,7 @@ FIXTURE_WHAT = "added ATOMIC_SUBGRAPHS entry (FixturePattern, (), True)"
 @pytest.mark.parametrize("flags", [["--trtcap-strict"], ["-W", "error::pytest_trtcap.TrtcapLeakWarning"]],
                          ids=["strict", "warnings-as-errors"])
 def test_a_fixture_leak_errors_the_test_in_teardown_under_strict_or_warnings_as_errors(
-        pytester: pytest.Pytester, flags: List[str]) -> None:
+        pytester: pytest.Pytester, flags: list[str]) -> None:
     pytester.makepyfile(test_fixture_leak=FIXTURE_LEAK)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rE", "-vv", *flags)
     result.assert_outcomes(passed=2, errors=1)
@@ -813,7 +812,7 @@ def _fixture(scope: str, kind: str, edit: str) -> str:
     return f"@pytest.fixture(scope={scope!r})\ndef {name}():\n    {body}\n\n\n"
 
 
-def _in_place_files() -> Dict[str, str]:
+def _in_place_files() -> dict[str, str]:
     head = "import pytest\nfrom conftest import EDITS, keep, late, leak, live\n\n\n"
     last = "def test_zz_every_edit_of_this_scope_is_undone():\n    assert live({scope!r}) == []\n"
     function = head + "".join(_fixture("function", kind, edit) for edit in IN_PLACE_EDITS
@@ -855,7 +854,7 @@ def _in_place_files() -> Dict[str, str]:
             "test_4_after_module.py": head + last.format(scope="_module"), "test_5_session.py": wide["session"]}
 
 
-def _in_place_leaks() -> Dict[str, Tuple[str, int]]:
+def _in_place_leaks() -> dict[str, tuple[str, int]]:
     """Who a leak line names (``fixture 'f', scope scope``, or a test) -> (the pattern of what, how many lines)."""
     out = {"fixture 'finalizer_function', function scope":
            (IN_PLACE_EDITS["lowering_pass"].format(name="finalizer_function"), 1)}
@@ -870,7 +869,7 @@ def _in_place_leaks() -> Dict[str, Tuple[str, int]]:
 
 
 def _check_in_place_leaks(run: SuiteRun) -> None:
-    found: Dict[str, List[str]] = {}
+    found: dict[str, list[str]] = {}
     for who, what in run.leaks().items():
         fixture = re.search(r"\((fixture '[^']+', \w+ scope)", who)
         found.setdefault(fixture.group(1) if fixture else who, []).append(what)
@@ -881,7 +880,7 @@ def _check_in_place_leaks(run: SuiteRun) -> None:
         assert len(whats) == count and all(fnmatch.fnmatchcase(what, pattern) for what in whats), (who, whats)
 
 
-def run_files(tmp: Path, files: Dict[str, str], *args: str) -> SuiteRun:
+def run_files(tmp: Path, files: dict[str, str], *args: str) -> SuiteRun:
     work = tmp / "suite"
     work.mkdir()
     for name, text in files.items():

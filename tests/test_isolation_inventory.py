@@ -7,7 +7,7 @@ import importlib
 import importlib.machinery
 import textwrap
 from pathlib import Path
-from typing import Any, List
+from typing import Any
 
 import pytest
 from state_scan import Mutation, scan
@@ -17,13 +17,13 @@ from pytest_trtcap.isolation import held_state, inventory
 PLUGIN_DOC = (Path(__file__).parent.parent / "docs" / "plugin.md").read_text(encoding="utf-8")
 
 
-def _uncovered(mutations: List[Mutation]) -> List[str]:
+def _uncovered(mutations: list[Mutation]) -> list[str]:
     return sorted({f"{m.module}.{m.name} ({m.how} in {m.where})" for m in mutations
                    if not inventory.covers(m.module, m.name)})
 
 
 @pytest.fixture(scope="module")
-def installed() -> List[Mutation]:
+def installed() -> list[Mutation]:
     # PathFinder, not importlib.util.find_spec: nothing here imports torch_tensorrt
     spec = importlib.machinery.PathFinder.find_spec("torch_tensorrt")
     if spec is None:
@@ -31,7 +31,7 @@ def installed() -> List[Mutation]:
     return scan(list(spec.submodule_search_locations)[0], "torch_tensorrt")
 
 
-def test_every_registry_the_installed_package_mutates_is_in_the_inventory(installed: List[Mutation]) -> None:
+def test_every_registry_the_installed_package_mutates_is_in_the_inventory(installed: list[Mutation]) -> None:
     assert _uncovered(installed) == [], ("held by isolation or listed with a reason in "
                                          "pytest_trtcap/isolation/inventory.py")
 
@@ -42,7 +42,7 @@ def test_every_registry_the_installed_package_mutates_is_in_the_inventory(instal
     ("torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass", "ATEN_POST_LOWERING_PASSES"),
     ("torch_tensorrt.runtime._cudagraphs", "_PY_RT_CUDAGRAPHS"),
 ])
-def test_the_scan_finds_the_registries_known_to_leak(installed: List[Mutation], module: str, name: str) -> None:
+def test_the_scan_finds_the_registries_known_to_leak(installed: list[Mutation], module: str, name: str) -> None:
     assert any(m.module == module and m.name == name for m in installed)
 
 

@@ -37,7 +37,6 @@ import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
 
 import pytest
 from test_lane_recipe import SUITE_PATH, recipe, run_line
@@ -89,11 +88,11 @@ ATOMIC_ENTRY = "added ATOMIC_SUBGRAPHS entry (ReLUConv, (), True)"
 
 @dataclass
 class LaneRun:
-    args: List[str]
+    args: list[str]
     returncode: int
     output: str
-    outcomes: Dict[str, List[str]]  # nodeid -> junit results ("passed", "failure", "error", "skipped")
-    reasons: Dict[str, str]  # nodeid -> skip message
+    outcomes: dict[str, list[str]]  # nodeid -> junit results ("passed", "failure", "error", "skipped")
+    reasons: dict[str, str]  # nodeid -> skip message
 
     def outcome(self, nodeid: str) -> str:
         results = self.outcomes.get(nodeid)
@@ -103,7 +102,7 @@ class LaneRun:
     def with_outcome(self, outcome: str) -> set:
         return {nodeid for nodeid in self.outcomes if self.outcome(nodeid) == outcome}
 
-    def section(self, title: str) -> List[str]:
+    def section(self, title: str) -> list[str]:
         """Lines of a ``---- title ----`` section of the terminal report."""
         lines = self.output.splitlines()
         head = re.compile(rf"^-+ {re.escape(title)} -+$")
@@ -117,19 +116,19 @@ class LaneRun:
             out.append(line)
         return out
 
-    def lines_starting(self, prefix: str) -> List[str]:
+    def lines_starting(self, prefix: str) -> list[str]:
         return [line for line in self.output.splitlines() if line.startswith(prefix)]
 
     def tail(self, n: int = 80) -> str:
         return "\n".join(self.output.splitlines()[-n:])
 
 
-def _parse_junit(path: Path) -> Tuple[Dict[str, List[str]], Dict[str, str]]:
+def _parse_junit(path: Path) -> tuple[dict[str, list[str]], dict[str, str]]:
     """(nodeid -> results, nodeid -> skip message); a module's collection report has no classname."""
     if not path.exists():
         return {}, {}
-    outcomes: Dict[str, List[str]] = {}
-    reasons: Dict[str, str] = {}
+    outcomes: dict[str, list[str]] = {}
+    reasons: dict[str, str] = {}
     for case in ET.parse(path).getroot().iter("testcase"):
         module, _, cls = case.get("classname", "").rpartition(".")
         if case.get("classname"):
@@ -153,7 +152,7 @@ def _skip_message(skipped: ET.Element) -> str:
     return message
 
 
-def run_lane(tmp_path: Path, *args: str, env: Optional[Dict[str, str]] = None) -> LaneRun:
+def run_lane(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> LaneRun:
     """``python -m pytest tests/lane_suite ARGS`` in a clean environment with no visible CUDA device."""
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("TRTCAP_", "PYTEST_", "LANE_")) and k != "CUDA_VISIBLE_DEVICES"}
@@ -204,7 +203,7 @@ def lane_75_without_plugin(tmp_path_factory: pytest.TempPathFactory) -> LaneRun:
                     env={"LANE_SELF_SHIM": "1", guards.ENV_TARGETS: "7.5"})
 
 
-def _leaks(run: LaneRun) -> Dict[str, str]:
+def _leaks(run: LaneRun) -> dict[str, str]:
     """nodeid -> what leaked, from the ``trtcap`` summary section."""
     out = {}
     for line in run.section("trtcap"):

@@ -30,7 +30,7 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 import pytest
 
@@ -45,14 +45,14 @@ needs_stack = pytest.mark.skipif(
 )
 
 
-def recipe() -> List[str]:
+def recipe() -> list[str]:
     start = LANE_DOC.index("<!-- lane-recipe:start -->")
     block = LANE_DOC[start:LANE_DOC.index("<!-- lane-recipe:end -->")]
     body = block.split("```sh\n", 1)[1].split("```", 1)[0]
     return [line.strip() for line in body.splitlines() if line.strip()]
 
 
-def ci_job() -> Dict[str, Any]:
+def ci_job() -> dict[str, Any]:
     """The lane's CI YAML: its matrix of targets and its ``run:`` steps."""
     start = LANE_DOC.index("capability-lane:")
     yaml = LANE_DOC[start:LANE_DOC.index("```", start)]
@@ -89,7 +89,7 @@ def test_ci_job_runs_the_recipes_commands() -> None:
 # --- the recipe, run ---------------------------------------------------------------------------------------------
 
 
-def run_line(line: str, cwd: Path, extra: List[str] = ()) -> subprocess.CompletedProcess:
+def run_line(line: str, cwd: Path, extra: list[str] = ()) -> subprocess.CompletedProcess:
     """A line of the recipe, run in ``cwd`` as a shell would run it there (plus ``extra``), with no CUDA device."""
     bin_dir = cwd / ".bin"
     if not bin_dir.exists():
@@ -139,7 +139,7 @@ def test_the_install_line_installs_the_checkout_with_no_index(tmp_path: Path) ->
 
 
 @pytest.fixture(scope="module")
-def dryrun_models(tt: Any) -> Dict[str, Any]:
+def dryrun_models(tt: Any) -> dict[str, Any]:
     import torch
 
     class WithLinear(torch.nn.Module):
@@ -171,7 +171,7 @@ def dryrun_models(tt: Any) -> Dict[str, Any]:
     ("7.5", "weights as inputs", False, False),
 ])
 def test_dryrun_on_cpu_needs_offload_and_at_75_weights_as_inputs(
-    tt: Any, dryrun_models: Dict[str, Any], sm: str, model: str, offload: bool, works: bool
+    tt: Any, dryrun_models: dict[str, Any], sm: str, model: str, offload: bool, works: bool
 ) -> None:
     import torch
 

@@ -6,8 +6,6 @@ one torch really raises. Runs are inline (``pytester.runpytest``), except under 
 
 from __future__ import annotations
 
-from typing import Dict
-
 import pytest
 
 from trtcap_guards import targets as guard_targets
@@ -124,9 +122,9 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def _outcomes(result: pytest.RunResult) -> Dict[str, str]:
+def _outcomes(result: pytest.RunResult) -> dict[str, str]:
     """nodeid -> outcome as pytest counts it (a failed or skipped setup decides; xfail reported as such)."""
-    out: Dict[str, str] = {}
+    out: dict[str, str] = {}
     for rep in result.reprec.getreports("pytest_runtest_logreport"):  # type: ignore[attr-defined]
         if hasattr(rep, "wasxfail"):
             out[rep.nodeid] = "xfailed"

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ def _raised(fn: Callable[[], Any]) -> BaseException:
     return excinfo.value
 
 
-def _signature(exc: BaseException) -> Optional[str]:
+def _signature(exc: BaseException) -> str | None:
     found = needs_gpu.classify(exc)
     return None if found is None else found.signature.name
 

@@ -21,7 +21,7 @@ import sys
 import textwrap
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Tuple
+from typing import NamedTuple
 
 import pytest
 
@@ -32,7 +32,7 @@ DOCS = "\n".join(path.read_text(encoding="utf-8")
                  for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
 
 #: ``from trtcap_guards import NAME`` -> the issue that promises it.
-GUARDS_NAMES: Dict[str, int] = {
+GUARDS_NAMES: dict[str, int] = {
     "get_target_compute_capabilities": 2, "trt_rtx_targets_turing": 2, "turing_safe_gemm_dtype": 2,
     "declare_targets": 2, "clear_declared_targets": 2, "capability_decision": 2,
     "gemm_capability_validator": 2, "attention_capability_validator": 2, "cdist_forward_capability_validator": 2,
@@ -43,7 +43,7 @@ GUARDS_NAMES: Dict[str, int] = {
 }
 
 #: ``from pytest_trtcap import NAME`` -> the issue that promises it.
-PLUGIN_NAMES: Dict[str, int] = {
+PLUGIN_NAMES: dict[str, int] = {
     "count_partitions": 3, "assert_partition_counts": 3, "PartitionCounts": 3, "expected_partition_counts": 3,
     "TrtCapabilityMixin": 6, "TrtcapLeakWarning": 9, "TrtcapLeakError": 9,
     "unservable_placements": 11, "assert_servable_placements": 11, "assert_trt_close": 11,
@@ -51,7 +51,7 @@ PLUGIN_NAMES: Dict[str, int] = {
 }
 
 #: ``module.attribute`` reached through a submodule the issues or docs name.
-SUBMODULE_NAMES: Dict[str, int] = {
+SUBMODULE_NAMES: dict[str, int] = {
     "trtcap_guards.rules.RULES": 2, "trtcap_guards.review.review_problems": 11,
     "trtcap_guards.builder.builder_targets": 16, "pytest_trtcap.hooks.pytest_trtcap_target_capabilities": 3,
     "pytest_trtcap.hooks.pytest_trtcap_isolated_state": 3,
@@ -69,7 +69,7 @@ class Setting(NamedTuple):
     issue: int
 
 
-SETTINGS: List[Setting] = [
+SETTINGS: list[Setting] = [
     Setting("--trt-target-sm", "TRTCAP_TARGET_SM", "trt_target_sm", "--trt-target-sm=LIST", "7.5", 3),
     Setting("--trt-backend", "TRTCAP_BACKEND", "trt_backend", "--trt-backend={auto,rtx,standard}", "rtx", 3),
     Setting("--trtcap-guards", "TRTCAP_GUARDS", "trtcap_guards", "--trtcap-guards={on,off}", "on", 3),
@@ -84,14 +84,14 @@ SETTINGS: List[Setting] = [
             "--trtcap-builder-targets={on,off}", "on", 16),
 ]
 
-FIXTURES: Dict[str, int] = {
+FIXTURES: dict[str, int] = {
     "turing_safe_gemm_dtype": 3, "trt_targets_turing": 3, "trt_capability": 3, "expected_partition_counts": 3,
 }
-MARKERS: Dict[str, int] = {
+MARKERS: dict[str, int] = {
     "trt_fp32_gemm": 3, "trt_cdist_matmul": 3, "trt_conv3d": 3, "trt_bf16": 3, "trtcap_no_isolation": 3,
 }
 #: ``trtcap`` subcommand -> the flags its issue promises (issue 4; ``--accept-unverified``: issue 12).
-COMMAND_FLAGS: Dict[str, Tuple[str, ...]] = {
+COMMAND_FLAGS: dict[str, tuple[str, ...]] = {
     "sweep": ("--arms", "--out", "--format", "json", "markdown"),
     "compare": ("BEFORE", "AFTER", "--format", "json", "markdown", "--accept-unverified"),
 }
@@ -101,14 +101,14 @@ RECORD_TEST_FIELDS = ("outcome", "signature", "reason")
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")  # issue 4
 
 
-def _run(args: List[str], cwd: Path, env: Dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """A fresh process with no ``TRTCAP_*`` or ``PYTEST_ADDOPTS`` from the developer's shell, plus ``env``."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("TRTCAP_") and k != "PYTEST_ADDOPTS"}
     clean.update(env or {})
     return subprocess.run(args, cwd=cwd, env=clean, capture_output=True, text=True, timeout=300)
 
 
-def _pytest(args: List[str], cwd: Path, env: Dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _pytest(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return _run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd, env)
 
 
@@ -129,7 +129,7 @@ def pytest_help(suite: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def headers(suite: Path, tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
+def headers(suite: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The verbose header with every setting given as an option, as an environment variable, and as an ini key."""
     options = [part for s in SETTINGS for part in ([s.option, s.value] if s.value else [s.option])]
     environ = {s.env: s.value or "1" for s in SETTINGS}
@@ -279,7 +279,7 @@ def test_setting_is_in_pytest_help_in_its_three_forms(setting: Setting, pytest_h
 @pytest.mark.parametrize("form", ["option", "env", "ini"])
 @pytest.mark.parametrize("setting", SETTINGS, ids=[s.option for s in SETTINGS])
 def test_setting_is_accepted_in_each_form_and_named_as_its_source(
-    setting: Setting, form: str, headers: Dict[str, str]
+    setting: Setting, form: str, headers: dict[str, str]
 ) -> None:
     source = {"option": setting.option, "env": setting.env, "ini": f"ini {setting.ini}"}[form]
     header = "\n".join(line for line in headers[form].splitlines() if line.startswith("trtcap:"))
@@ -316,7 +316,7 @@ def test_markers_are_listed(suite: Path) -> None:
 
 
 @pytest.mark.parametrize("command", [["trtcap"], [sys.executable, "-m", "pytest_trtcap"]], ids=["script", "module"])
-def test_command_and_its_subcommands_answer_help(command: List[str], suite: Path) -> None:
+def test_command_and_its_subcommands_answer_help(command: list[str], suite: Path) -> None:
     """Issue 4: ``trtcap`` (console script; also ``python -m pytest_trtcap``) with ``sweep`` and ``compare``."""
     if command == ["trtcap"]:
         command = [str(Path(sys.executable).with_name("trtcap"))]

@@ -5,7 +5,7 @@ report that crossed from another process is read for every well-formed pair."""
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any, List, Optional
+from typing import Any
 
 import pytest
 
@@ -18,7 +18,7 @@ def _item(nodeid: str = "t.py::test_a") -> Any:
     return SimpleNamespace(nodeid=nodeid, user_properties=[], stash=pytest.Stash())
 
 
-def _report(item: Any, entries: Optional[List[Any]] = None) -> Any:
+def _report(item: Any, entries: list[Any] | None = None) -> Any:
     report = SimpleNamespace(nodeid=item.nodeid, user_properties=list(item.user_properties))
     if entries is None:
         attach(item, report)

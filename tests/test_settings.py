@@ -7,7 +7,8 @@ process as it found it (declared targets and backend, neutralized guards, the im
 
 from __future__ import annotations
 
-from typing import Any, Iterator, List
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -33,9 +34,9 @@ pytestmark = pytest.mark.usefixtures("process_state_unchanged")
 
 
 @pytest.fixture
-def targets_read() -> Iterator[List[str]]:
+def targets_read() -> Iterator[list[str]]:
     """The source named by each reading of a targets text through the guards' public ``parse_targets``."""
-    read: List[str] = []
+    read: list[str] = []
     real = guards.parse_targets
 
     def counting(text: str, name: str = guards.ENV_TARGETS, **kwargs: Any) -> Any:
@@ -51,7 +52,7 @@ def targets_read() -> Iterator[List[str]]:
 
 @pytest.mark.parametrize("given", ["--trt-target-sm", "TRTCAP_TARGET_SM", "ini trt_target_sm"])
 def test_a_targets_value_is_read_once_per_session_where_it_enters(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, targets_read: List[str], given: str
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, targets_read: list[str], given: str
 ) -> None:
     """Read before conftests load (the import hook answers with it) and again at configure: one reading."""
     pytester.makepyfile(GEMM_TEST)

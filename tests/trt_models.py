@@ -9,7 +9,8 @@ slow part); every partition works on a deep copy, because the partitioner edits 
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn as nn
@@ -90,7 +91,7 @@ class Cdist(nn.Module):
 class CdistForward(nn.Module):
     """``aten._cdist_forward`` itself, the node Torch-TensorRT's cdist converter receives."""
 
-    def __init__(self, compute_mode: Optional[int]) -> None:
+    def __init__(self, compute_mode: int | None) -> None:
         super().__init__()
         self.compute_mode = compute_mode
 
@@ -131,7 +132,7 @@ class Mixed(nn.Module):
         self.conv = nn.Conv3d(1, 1, 1)
         self.bias = nn.Parameter(torch.zeros(3))
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor, v: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+    def forward(self, x: torch.Tensor, y: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, ...]:
         h = self.fc(x)  # linear
         mm = torch.mm(h, y)  # mm
         mv = torch.mv(h, v)  # mv
@@ -146,7 +147,7 @@ class Mixed(nn.Module):
 # --- single-op cases ---------------------------------------------------------------------------
 
 #: name -> (function, input shapes). Shapes are small; FP16 versions use the same shapes.
-GEMM_OPS: Dict[str, Tuple[Callable[..., torch.Tensor], Sequence[Tuple[int, ...]]]] = {
+GEMM_OPS: dict[str, tuple[Callable[..., torch.Tensor], Sequence[tuple[int, ...]]]] = {
     "bmm": (torch.bmm, [(2, 4, 8), (2, 8, 3)]),
     "matmul": (torch.matmul, [(4, 8), (8, 3)]),
     "addmm": (torch.addmm, [(3,), (4, 8), (8, 3)]),
@@ -156,7 +157,7 @@ GEMM_OPS: Dict[str, Tuple[Callable[..., torch.Tensor], Sequence[Tuple[int, ...]]
 }
 
 #: What each GEMM op is after Torch-TensorRT's lowering (measured: none of them is decomposed in 2.14).
-GEMM_LOWERED_TARGET: Dict[str, str] = {
+GEMM_LOWERED_TARGET: dict[str, str] = {
     "bmm": "aten.bmm.default",
     "matmul": "aten.matmul.default",
     "addmm": "aten.addmm.default",
@@ -167,8 +168,8 @@ GEMM_LOWERED_TARGET: Dict[str, str] = {
 
 
 def inputs_for(
-    shapes: Sequence[Tuple[int, ...]], dtype: torch.dtype = torch.float32, seed: int = 0
-) -> Tuple[torch.Tensor, ...]:
+    shapes: Sequence[tuple[int, ...]], dtype: torch.dtype = torch.float32, seed: int = 0
+) -> tuple[torch.Tensor, ...]:
     gen = torch.Generator().manual_seed(seed)
     return tuple(torch.randn(*s, generator=gen).to(dtype) for s in shapes)
 
@@ -188,7 +189,7 @@ def compilation_settings(**kw: Any) -> Any:
     return CompilationSettings(**kw)
 
 
-def export(model: nn.Module, args: Tuple[Any, ...], dynamic_shapes: Any = None) -> Any:
+def export(model: nn.Module, args: tuple[Any, ...], dynamic_shapes: Any = None) -> Any:
     """``torch.export`` plus Torch-TensorRT's decompositions (what ``dynamo.compile`` runs first)."""
     torch_tensorrt()
     from torch_tensorrt.dynamo.lowering import get_decompositions
@@ -197,7 +198,7 @@ def export(model: nn.Module, args: Tuple[Any, ...], dynamic_shapes: Any = None) 
     return ep.run_decompositions(get_decompositions(False))
 
 
-def lower(model: nn.Module, args: Tuple[Any, ...], dynamic_shapes: Any = None) -> torch.fx.GraphModule:
+def lower(model: nn.Module, args: tuple[Any, ...], dynamic_shapes: Any = None) -> torch.fx.GraphModule:
     """Export and lower like Torch-TensorRT does; returns the graph the partitioner receives."""
     from torch_tensorrt.dynamo.lowering import post_lowering
 
@@ -205,10 +206,10 @@ def lower(model: nn.Module, args: Tuple[Any, ...], dynamic_shapes: Any = None) -
     return post_lowering(ep.module(), compilation_settings())
 
 
-_lowered: Dict[Any, torch.fx.GraphModule] = {}
+_lowered: dict[Any, torch.fx.GraphModule] = {}
 
 
-def lowered(key: Any, build: Callable[[], Tuple[nn.Module, Tuple[Any, ...]]]) -> torch.fx.GraphModule:
+def lowered(key: Any, build: Callable[[], tuple[nn.Module, tuple[Any, ...]]]) -> torch.fx.GraphModule:
     """Cached ``lower``; ``key`` names the model and dtype, ``build`` makes ``(model, args)`` on a miss.
 
     Callers get a deep copy: partitioning edits the graph.
@@ -230,7 +231,7 @@ def partition(gm: torch.fx.GraphModule, settings: Any = None) -> torch.fx.GraphM
     return pm
 
 
-def export_and_partition(model: nn.Module, args: Tuple[Any, ...]) -> torch.fx.GraphModule:
+def export_and_partition(model: nn.Module, args: tuple[Any, ...]) -> torch.fx.GraphModule:
     """The whole recipe, uncached."""
     return partition(lower(model, args))
 
@@ -246,7 +247,7 @@ def seeded(cls: Callable[..., nn.Module], *args: Any, seed: int = 0) -> nn.Modul
     return cls(*args).eval()
 
 
-def mlp(dtype: torch.dtype = torch.float32) -> Tuple[nn.Module, Tuple[torch.Tensor]]:
+def mlp(dtype: torch.dtype = torch.float32) -> tuple[nn.Module, tuple[torch.Tensor]]:
     """The seeded [Linear, ReLU, Linear] model in ``dtype`` and its example input."""
     return seeded(MLP).to(dtype), (MLP_INPUT.to(dtype),)
 
@@ -271,7 +272,7 @@ def fused_attention_graph(kernel: str, dtype: torch.dtype = torch.float32) -> to
                    lambda: (FusedAttention(kernel), inputs_for([(1, 2, 4, 8)] * 3, dtype)))
 
 
-def cdist_forward_graph(mode: Optional[int], rows: int, dtype: torch.dtype = torch.float32) -> torch.fx.GraphModule:
+def cdist_forward_graph(mode: int | None, rows: int, dtype: torch.dtype = torch.float32) -> torch.fx.GraphModule:
     return lowered(
         ("cdist_forward", mode, rows, dtype), lambda: (CdistForward(mode), inputs_for([(rows, 4), (6, 4)], dtype))
     )
@@ -282,7 +283,7 @@ def conv_graph(dims: int, dtype: torch.dtype = torch.float32) -> torch.fx.GraphM
     return lowered(("conv", dims, dtype), lambda: (seeded(Conv, dims).to(dtype), inputs_for([shape], dtype)))
 
 
-def pad_conv(dims: int) -> Tuple[nn.Module, Tuple[torch.Tensor, ...]]:
+def pad_conv(dims: int) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     """:class:`PadConv` in 2 or 3 spatial dims and its input."""
     shape = (1, 2, 5, 5) if dims == 2 else (1, 2, 4, 5, 5)
     return seeded(PadConv, dims), inputs_for([shape], seed=3)
@@ -335,9 +336,9 @@ class PadConvLowering(NamedTuple):
     the lowered graph in order."""
 
     conv: str
-    calls: List[str]
+    calls: list[str]
 
-    def without_conv(self) -> List[str]:
+    def without_conv(self) -> list[str]:
         return [c for c in self.calls if c != self.conv]
 
 
@@ -386,16 +387,16 @@ def attention_lowering() -> AttentionLowering:
 # --- reading a partitioned module --------------------------------------------------------------
 
 
-def _calls(gm: torch.fx.GraphModule) -> List[str]:
+def _calls(gm: torch.fx.GraphModule) -> list[str]:
     return [str(n.target) for n in gm.graph.nodes if n.op == "call_function" and "getitem" not in str(n.target)]
 
 
-def placement(pm: torch.fx.GraphModule) -> Dict[str, List[str]]:
+def placement(pm: torch.fx.GraphModule) -> dict[str, list[str]]:
     """Which call_function targets landed in ``_run_on_acc_*`` (TensorRT) vs ``_run_on_gpu_*`` (PyTorch).
 
     ``inline`` lists computational nodes left in the parent graph (none with the fast partitioner).
     """
-    out: Dict[str, List[str]] = {"acc": [], "gpu": [], "inline": _calls(pm)}
+    out: dict[str, list[str]] = {"acc": [], "gpu": [], "inline": _calls(pm)}
     for name, child in pm.named_children():
         if not isinstance(child, torch.fx.GraphModule):
             continue
@@ -408,21 +409,21 @@ def placement(pm: torch.fx.GraphModule) -> Dict[str, List[str]]:
     return out
 
 
-def children(pm: torch.fx.GraphModule) -> List[str]:
+def children(pm: torch.fx.GraphModule) -> list[str]:
     return [name for name, _ in pm.named_children()]
 
 
-def nodes_with_target(gm: torch.fx.GraphModule, target_name: str) -> List[torch.fx.Node]:
+def nodes_with_target(gm: torch.fx.GraphModule, target_name: str) -> list[torch.fx.Node]:
     return [n for n in gm.graph.nodes if n.op == "call_function" and str(n.target) == target_name]
 
 
-def call_function_nodes(gm: torch.fx.GraphModule) -> List[torch.fx.Node]:
+def call_function_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     return [n for n in gm.graph.nodes if n.op == "call_function"]
 
 
 def matrix_multiply_input_dtypes(
-    block: torch.fx.GraphModule, args: Tuple[torch.Tensor, ...], settings: Any
-) -> List[str]:
+    block: torch.fx.GraphModule, args: tuple[torch.Tensor, ...], settings: Any
+) -> list[str]:
     """The input dtypes of every matrix-multiply layer Torch-TensorRT's converters build for ``block`` (a
     ``_run_on_acc_*`` module), one ``"FLOAT,FLOAT"``-style entry per layer.
 

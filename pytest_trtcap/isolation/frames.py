@@ -30,8 +30,9 @@ The rule, per scope:
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, NamedTuple
 
 from ..escaping import one_line
 
@@ -44,14 +45,14 @@ class StateSpec:
     snapshot: Callable[[], Any]
     restore: Callable[[Any], None]
     changed: Callable[[Any], bool]  # cheap exact check against a snapshot
-    describe: Callable[[Any], List[str]]  # what changed since the snapshot, for the leak report
+    describe: Callable[[Any], list[str]]  # what changed since the snapshot, for the leak report
     available: Callable[[], bool] = lambda: True
     failure: str = ""  # a project's entry whose code raised: the error to report (``user_spec``)
     unrestored: str = ""  # its last restore() raised: what its leak lines end with
     # Take the change a fixture's setup made (its snapshots ``before`` -> ``after``) out of the live state, in
     # place, where that change is still there untouched; return lines naming what was taken out, worded like
     # ``describe``'s. Only for an object changed under that fixture by one started after it (never per test).
-    revert: Optional[Callable[[Any, Any], List[str]]] = None
+    revert: Callable[[Any, Any], list[str]] | None = None
 
 
 #: Ends a leak line whose restore failed: the summary's "restored" must be true.
@@ -111,8 +112,8 @@ class Frame:
     """A fixture alive between its setup and the end of its teardown."""
 
     fixture: Any  # the pytest FixtureDef
-    before: Dict[str, Any]  # baselines before its setup (a label missing: not checked at its end)
-    after: Dict[str, Any]  # baselines after its setup
+    before: dict[str, Any]  # baselines before its setup (a label missing: not checked at its end)
+    after: dict[str, Any]  # baselines after its setup
     setup_for: str = ""  # the test whose setup started it
 
 
@@ -120,28 +121,28 @@ class FixtureEnd(NamedTuple):
     """What a fixture left changed when its teardown ended, and the test whose setup started it."""
 
     setup_for: str
-    changes: List[str]
+    changes: list[str]
 
 
 class Isolation:
     """Baselines per spec, and the stack of live fixtures' frames."""
 
-    def __init__(self, specs: List[StateSpec]) -> None:
+    def __init__(self, specs: list[StateSpec]) -> None:
         self.specs = list(specs)
-        self.baselines: Dict[str, Any] = {}
-        self.pristine: Dict[str, Any] = {}  # per spec: the state before a change made outside isolation
-        self.frames: List[Frame] = []
+        self.baselines: dict[str, Any] = {}
+        self.pristine: dict[str, Any] = {}  # per spec: the state before a change made outside isolation
+        self.frames: list[Frame] = []
         # True right after a release: the state equals the baselines, and every fixture torn down since is
         # checked by its frame, so the next test's hold need not compare again (one comparison per clean test).
         self.settled = False
-        self.reported: List[int] = []  # id() of the specs whose failure was taken
+        self.reported: list[int] = []  # id() of the specs whose failure was taken
         from .held_registry import version_view
 
         self._modules, self._modules_version = sys.modules, version_view(sys.modules)  # moves as modules come or go
-        self._live_at: Tuple[Optional[int], int] = (None, 0)
-        self._live_specs: List[StateSpec] = []
+        self._live_at: tuple[int | None, int] = (None, 0)
+        self._live_specs: list[StateSpec] = []
 
-    def _live(self) -> List[StateSpec]:
+    def _live(self) -> list[StateSpec]:
         """The specs available now, in order. Asked around every test and fixture, so each one's ``available`` is
         asked again only once something it answers from changed: ``sys.modules`` (a builtin spec is available while
         its module is loaded; where no version of it can be read, at every call), or a project's entry failed."""
@@ -152,7 +153,7 @@ class Isolation:
             self._live_at = (version, _failures[0])
         return self._live_specs
 
-    def take_failures(self) -> List[str]:
+    def take_failures(self) -> list[str]:
         """The errors of project entries that failed since the last call, each once: the session reports them on
         the test in progress."""
         if not _failures[0]:  # asked after every test: none has ever failed
@@ -197,12 +198,12 @@ class Isolation:
         it is checked, so its change is never taken for that fixture's leak)."""
         self._adopt(foreign=True)
 
-    def release(self) -> List[str]:
+    def release(self) -> list[str]:
         """After a test: compare with the baseline, restore what changed in place, return what to report.
 
         A spec put back exactly to its state before a change made outside isolation is a clean-up: accepted.
         """
-        changes: List[str] = []
+        changes: list[str] = []
         baselines = self.baselines
         for spec in self._live():
             base = baselines.get(spec.label)
@@ -218,14 +219,14 @@ class Isolation:
         return changes
 
     @staticmethod
-    def _put_back(spec: StateSpec, base: Any, lines: List[str]) -> List[str]:
+    def _put_back(spec: StateSpec, base: Any, lines: list[str]) -> list[str]:
         """Restore ``spec`` to ``base``; ``lines`` (its leak) end saying so where the project's restore() failed."""
         spec.unrestored = ""
         spec.restore(base)
         return [f"{line} {spec.unrestored}" for line in lines] if spec.unrestored else lines
 
     @staticmethod
-    def _describe(spec: StateSpec, base: Any) -> List[str]:
+    def _describe(spec: StateSpec, base: Any) -> list[str]:
         try:
             return [one_line(str(line)) for line in spec.describe(base)]
         except Exception as exc:  # a report must never hide the restore
@@ -253,7 +254,7 @@ class Isolation:
         if index is not None:
             self.frames[index].after = dict(self.baselines)
 
-    def _frame_index(self, fixture: Any) -> Optional[int]:
+    def _frame_index(self, fixture: Any) -> int | None:
         """The latest open frame of ``fixture`` (a parametrized fixture may be set up again)."""
         if self.frames and self.frames[-1].fixture is fixture:  # the usual one: the frame opened last
             return len(self.frames) - 1
@@ -263,7 +264,7 @@ class Isolation:
         """A fixture set up before any frame (the session was dormant then) ended: nobody knows what it changed."""
         self._ended_unchecked(self._live(), self.frames)
 
-    def _ended_unchecked(self, specs: List[StateSpec], later: List[Frame]) -> None:
+    def _ended_unchecked(self, specs: list[StateSpec], later: list[Frame]) -> None:
         """A fixture ended that nobody could check for ``specs`` (set up with no frame, or changed under it by a
         fixture started after it): what its teardown left is its clean-up, kept as the baseline, so the next test is
         neither blamed for it nor has it put back. Each live frame in ``later`` (started after it): one whose setup
@@ -283,15 +284,15 @@ class Isolation:
                 else:
                     frame.before.pop(label, None)
 
-    def fixture_finished(self, fixture: Any) -> Optional[FixtureEnd]:
+    def fixture_finished(self, fixture: Any) -> FixtureEnd | None:
         """A fixture's teardown ended: restore what it left changed. None when it had no frame."""
         index = self._frame_index(fixture)
         if index is None:
             return None
         frame = self.frames.pop(index)
         later = self.frames[index:]  # started after it and still alive
-        changes: List[str] = []
-        unchecked: List[StateSpec] = []
+        changes: list[str] = []
+        unchecked: list[StateSpec] = []
         baselines, before_of, after_of = self.baselines, frame.before.get, frame.after.get  # asked per object
         for spec in self._live():
             label = spec.label
@@ -317,7 +318,7 @@ class Isolation:
             self._ended_unchecked(unchecked, later)
         return FixtureEnd(frame.setup_for, changes)
 
-    def _revert(self, spec: StateSpec, before: Any, after: Any) -> List[str]:
+    def _revert(self, spec: StateSpec, before: Any, after: Any) -> list[str]:
         """A fixture ended whose object was changed since by a fixture still alive: take out what its setup did
         that is still there untouched (a spec with ``revert``), and hold the result as the baseline."""
         if spec.revert is None or after is None:

@@ -11,7 +11,7 @@ import functools
 import re
 import sys
 from collections import Counter
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, NamedTuple
 
 from trtcap_guards.tooling import REGISTRY_MODULE, loaded_converter_registry
 
@@ -38,7 +38,7 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def multiset_missing(items: list, other: list) -> List[Tuple[int, Any]]:
+def multiset_missing(items: list, other: list) -> list[tuple[int, Any]]:
     """(index, item) of ``items`` with no identical partner left in ``other`` (counted, so duplicates show)."""
     left = Counter(id(x) for x in other)
     out = []
@@ -53,8 +53,8 @@ def multiset_missing(items: list, other: list) -> List[Tuple[int, Any]]:
 class ListRevert(NamedTuple):
     """What ``revert_list`` did: (index, item) taken out (its index in ``after``), put back (in ``before``)."""
 
-    taken_out: List[Tuple[int, Any]]
-    put_back: List[Tuple[int, Any]]
+    taken_out: list[tuple[int, Any]]
+    put_back: list[tuple[int, Any]]
 
 
 def revert_list(live: list, before: list, after: list) -> ListRevert:
@@ -78,7 +78,7 @@ def revert_list(live: list, before: list, after: list) -> ListRevert:
 
 
 @functools.cache
-def _version_offset() -> Optional[int]:
+def _version_offset() -> int | None:
     """Where a dict keeps its version (PEP 509: CPython 3.10 to 3.13 move it at every change of that dict), or None
     where this interpreter keeps none that does: checked on a dict of our own, each kind of change must move it."""
     if sys.implementation.name != "cpython" or sys.version_info >= (3, 14):
@@ -122,7 +122,7 @@ class Seen(NamedTuple):
     copies: tuple
 
 
-def same_dict(d: dict, copy: dict, seen: List[Optional[Seen]]) -> bool:
+def same_dict(d: dict, copy: dict, seen: list[Seen | None]) -> bool:
     """``d == copy``. Where ``d`` kept the version it had when last found so (``seen[0]``), only its values that are
     not the copy's objects are compared: a clean test pays no walk of a table, only of the lists in a registry."""
     last = seen[0]
@@ -148,8 +148,8 @@ class RegistrySnapshot(NamedTuple):
     entries: list  # its elements (dicts), by identity
     names: list
     conventions: list
-    dicts: Tuple[Tuple[dict, dict, dict], ...]  # (dict, its values by identity, its lists' contents)
-    seen: Tuple[List[Optional[Seen]], ...] = ()  # per dict: where it was last found equal (``same_dict``)
+    dicts: tuple[tuple[dict, dict, dict], ...]  # (dict, its values by identity, its lists' contents)
+    seen: tuple[list[Seen | None], ...] = ()  # per dict: where it was last found equal (``same_dict``)
 
 
 def _registry() -> Any:
@@ -220,7 +220,7 @@ class TargetChange(NamedTuple):
     what: str
 
 
-def _dict_changes(d: dict, contents: dict) -> List[TargetChange]:
+def _dict_changes(d: dict, contents: dict) -> list[TargetChange]:
     out = []
     for key in d.keys() - contents.keys():
         n = len(d[key]) if isinstance(d[key], list) else 1
@@ -282,11 +282,11 @@ def _revert_target(d: dict, key: Any, was: DictSide, made: DictSide) -> str:
     return "target added (1 converter)"
 
 
-def registry_revert(before: RegistrySnapshot, after: RegistrySnapshot, list_all: bool = False) -> List[str]:
+def registry_revert(before: RegistrySnapshot, after: RegistrySnapshot, list_all: bool = False) -> list[str]:
     """Take out of each registry dict what changed from ``before`` to ``after`` (a fixture's setup) and is still
     as it left it: a target it added, one it removed, the candidates it added to or removed from a target's list.
     The registry's list of dicts, its names and conventions are left alone (no fixture was seen changing them)."""
-    out: List[str] = []
+    out: list[str] = []
     for d, objects, contents in after.dicts:
         held = next((DictSide(o, c) for other, o, c in before.dicts if other is d), None)
         if held is None:
@@ -304,7 +304,7 @@ def registry_revert(before: RegistrySnapshot, after: RegistrySnapshot, list_all:
     return sorted(out)
 
 
-def _registry_lines(registry: str, changes: List[TargetChange], list_all: bool) -> List[str]:
+def _registry_lines(registry: str, changes: list[TargetChange], list_all: bool) -> list[str]:
     """One line per target, or, past ``FEW`` targets (without ``-v``), one line for the registry: how many targets
     changed and how, and the first few by name."""
     if list_all or len(changes) <= FEW:
@@ -320,9 +320,9 @@ def _registry_name(snap: RegistrySnapshot, d: dict) -> str:
     return str(names[0]) if names else "DYNAMO_CONVERTERS registry"
 
 
-def registry_describe(snap: RegistrySnapshot, list_all: bool = False) -> List[str]:
+def registry_describe(snap: RegistrySnapshot, list_all: bool = False) -> list[str]:
     reg = _registry()
-    out: List[str] = []
+    out: list[str] = []
     if reg.registries is not snap.registries:
         out.append("DYNAMO_CONVERTERS.registries rebound")
     now = list(reg.registries)
@@ -353,12 +353,12 @@ class SettingsSnapshot(NamedTuple):
     the validators and the audit read is a change), and ``disallowed_targets`` by identity and value."""
 
     settings: Any
-    values: Optional[Dict[str, Any]]  # None: the settings hold no fields (None before the first compile)
+    values: dict[str, Any] | None  # None: the settings hold no fields (None before the first compile)
     disallowed: Any
     disallowed_contents: Any
 
 
-def _fields_of(settings: Any) -> Optional[Dict[str, Any]]:
+def _fields_of(settings: Any) -> dict[str, Any] | None:
     return getattr(settings, "__dict__", None) if settings is not None else None
 
 
@@ -390,7 +390,7 @@ def _restore_collection(held: Any, contents: Any) -> bool:
     return True
 
 
-def _restore_fields(settings: Any, values: Dict[str, Any]) -> None:
+def _restore_fields(settings: Any, values: dict[str, Any]) -> None:
     """Each field that differs is put back, a collection in place (``disallowed_targets`` may be that very set)."""
     fields = _fields_of(settings)
     if fields is None:  # not a dataclass any more: nothing to put back field by field
@@ -417,7 +417,7 @@ def _shown(value: Any) -> str:
     return _ADDRESS.sub("", shown(value, 80))
 
 
-def _field_changes(snap: SettingsSnapshot) -> List[str]:
+def _field_changes(snap: SettingsSnapshot) -> list[str]:
     now, before = _fields_of(snap.settings), snap.values
     if before is None or now is None or now == before:
         return []
@@ -429,7 +429,7 @@ def _field_changes(snap: SettingsSnapshot) -> List[str]:
     return sorted(out)
 
 
-def settings_describe(snap: SettingsSnapshot) -> List[str]:
+def settings_describe(snap: SettingsSnapshot) -> list[str]:
     """A new settings object is restored silently (every compile sets one, and its disallowed targets from it); an
     edit of the held object's fields is named, and so is ``disallowed_targets`` edited behind the settings' back."""
     reg = _registry()

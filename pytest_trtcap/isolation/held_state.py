@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import sys
-from typing import Any, Callable, List, Tuple
+from collections.abc import Callable
+from typing import Any
 
 from trtcap_guards import restore_state, state_snapshot
 from trtcap_guards.tooling import INTERPRETER_MODULE, POPULATE, describe_changes, is_builder_wrapper
@@ -37,17 +38,17 @@ def _atomic() -> Any:
     return sys.modules[ATOMIC_MODULE]
 
 
-def _atomic_snapshot() -> Tuple[list, list]:
+def _atomic_snapshot() -> tuple[list, list]:
     lst = _atomic().ATOMIC_SUBGRAPHS
     return (lst, list(lst))
 
 
-def _atomic_changed(snap: Tuple[list, list]) -> bool:
+def _atomic_changed(snap: tuple[list, list]) -> bool:
     lst = sys.modules[ATOMIC_MODULE].ATOMIC_SUBGRAPHS  # (``_atomic()``, without a call: asked at every check)
     return lst is not snap[0] or lst != snap[1]
 
 
-def _atomic_restore(snap: Tuple[list, list]) -> None:
+def _atomic_restore(snap: tuple[list, list]) -> None:
     module = _atomic()
     snap[0][:] = snap[1]
     module.ATOMIC_SUBGRAPHS = snap[0]
@@ -72,14 +73,14 @@ def format_atomic_entry(entry: Any) -> str:
         return repr(entry)
 
 
-def _atomic_describe(snap: Tuple[list, list]) -> List[str]:
+def _atomic_describe(snap: tuple[list, list]) -> list[str]:
     now, before = _atomic().ATOMIC_SUBGRAPHS, snap[1]
     out = [f"added ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for e in now if e not in before]
     out += [f"removed ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for e in before if e not in now]
     return out or ["ATOMIC_SUBGRAPHS reordered"]
 
 
-def _atomic_revert(before: Tuple[list, list], after: Tuple[list, list]) -> List[str]:
+def _atomic_revert(before: tuple[list, list], after: tuple[list, list]) -> list[str]:
     """Entries a fixture's setup added and still there: out; entries it removed: back (``StateSpec.revert``)."""
     module = _atomic()
     live = module.ATOMIC_SUBGRAPHS
@@ -105,27 +106,27 @@ def pass_manager_spec(manager: str, label: str, noun: str) -> StateSpec:
     def pm() -> Any:
         return getattr(sys.modules[PASSES_MODULE], manager)
 
-    def snapshot() -> Tuple[list, list]:
+    def snapshot() -> tuple[list, list]:
         return (pm().passes, list(pm().passes))
 
-    def changed(snap: Tuple[list, list]) -> bool:
+    def changed(snap: tuple[list, list]) -> bool:
         now = getattr(sys.modules[PASSES_MODULE], manager).passes  # (``pm()``, without a call: at every check)
         return now is not snap[0] or now != snap[1]
 
-    def restore(snap: Tuple[list, list]) -> None:
+    def restore(snap: tuple[list, list]) -> None:
         snap[0][:] = snap[1]
         pm().passes = snap[0]
 
-    def lines(added: List[Tuple[int, Any]], removed: List[Tuple[int, Any]]) -> List[str]:
+    def lines(added: list[tuple[int, Any]], removed: list[tuple[int, Any]]) -> list[str]:
         return ([f"added {noun} {_passname_of(p)} at index {i}" for i, p in added]
                 + [f"removed {noun} {_passname_of(p)} from index {i}" for i, p in removed])
 
-    def describe(snap: Tuple[list, list]) -> List[str]:
+    def describe(snap: tuple[list, list]) -> list[str]:
         now = list(pm().passes)
         return lines(reg.multiset_missing(now, snap[1]), reg.multiset_missing(snap[1], now)) or [
             f"{manager} passes reordered"]
 
-    def revert(before: Tuple[list, list], after: Tuple[list, list]) -> List[str]:
+    def revert(before: tuple[list, list], after: tuple[list, list]) -> list[str]:
         live = pm().passes
         if not isinstance(live, list):
             return []
@@ -146,30 +147,30 @@ def table_spec(module_name: str, table: str, noun: str) -> StateSpec:
     def module() -> Any:
         return sys.modules[module_name]
 
-    def snapshot() -> Tuple[dict, dict, list]:
+    def snapshot() -> tuple[dict, dict, list]:
         d = getattr(module(), table)
         return (d, dict(d), [None])  # the last: where it was last found unchanged (``same_dict``)
 
-    def changed(snap: Tuple[dict, dict, list]) -> bool:
+    def changed(snap: tuple[dict, dict, list]) -> bool:
         d = getattr(sys.modules[module_name], table)  # (``module()``, without a call: asked at every check)
         return d is not snap[0] or not reg.same_dict(d, snap[1], snap[2])
 
-    def restore(snap: Tuple[dict, dict]) -> None:
+    def restore(snap: tuple[dict, dict]) -> None:
         snap[0].clear()
         snap[0].update(snap[1])
         setattr(module(), table, snap[0])
 
-    def describe(snap: Tuple[dict, dict]) -> List[str]:
+    def describe(snap: tuple[dict, dict]) -> list[str]:
         return _table_lines(getattr(module(), table), snap[1], noun) or [f"{table} rebound"]
 
-    def revert(before: Tuple[dict, dict], after: Tuple[dict, dict]) -> List[str]:
+    def revert(before: tuple[dict, dict], after: tuple[dict, dict]) -> list[str]:
         live = getattr(module(), table)
         return _table_lines(*_revert_table(live, before[1], after[1]), noun) if isinstance(live, dict) else []
 
     return StateSpec(table, snapshot, restore, changed, describe, available=_loaded(module_name), revert=revert)
 
 
-def _table_lines(now: dict, before: dict, noun: str) -> List[str]:
+def _table_lines(now: dict, before: dict, noun: str) -> list[str]:
     """``aten.relu.default: decomposition added``: each entry of ``now`` new, gone or replaced since ``before``."""
     key = lambda k: k if isinstance(k, str) else name_of(k)  # noqa: E731
     out = [f"{key(k)}: {noun} added" for k in now.keys() - before.keys()]
@@ -181,7 +182,7 @@ def _table_lines(now: dict, before: dict, noun: str) -> List[str]:
 _ABSENT = object()  # a key not in a table
 
 
-def _revert_table(live: dict, before: dict, after: dict) -> Tuple[dict, dict]:
+def _revert_table(live: dict, before: dict, after: dict) -> tuple[dict, dict]:
     """Take the change ``before`` -> ``after`` out of ``live`` where each entry is still as it left it; the entries
     taken out as (as it left them, as they were), for ``_table_lines``."""
     left, was = {}, {}
@@ -229,7 +230,7 @@ def _guards_restore(snap: Any) -> None:
     restore_state(snap)
 
 
-def _guards_describe(snap: Any) -> List[str]:
+def _guards_describe(snap: Any) -> list[str]:
     return describe_changes(snap, _guards_snapshot()) or ["guards: state changed"]
 
 
@@ -261,7 +262,7 @@ def _builder_restore(snap: Any) -> None:
         setattr(_interpreter(), POPULATE, snap)
 
 
-def _builder_describe(snap: Any) -> List[str]:
+def _builder_describe(snap: Any) -> list[str]:
     now, where = _builder_snapshot(), f"TRTInterpreter.{POPULATE}"
     if is_builder_wrapper(now) and not is_builder_wrapper(snap):
         return [f"{where}: trtcap_guards' builder wrapper added"]
@@ -270,7 +271,7 @@ def _builder_describe(snap: Any) -> List[str]:
     return [f"{where} replaced"]
 
 
-def builtin_specs(list_all: bool = False) -> List[StateSpec]:
+def builtin_specs(list_all: bool = False) -> list[StateSpec]:
     """One spec per held piece of state; labels are the ones ``inventory`` refers to. ``list_all``
     (``-v``): a leak line names every changed converter target, not the first few of each registry."""
     return [

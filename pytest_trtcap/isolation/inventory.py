@@ -8,7 +8,7 @@ test naming it, not as a leak. The list of held state in docs/plugin.md is gener
 
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional, Tuple
+from typing import NamedTuple
 
 #: The torch-tensorrt-rtx releases (minors) the plugin supports: the ``rtx`` extra's range.
 SUPPORTED_RELEASES = ("2.11", "2.12", "2.13", "2.14")
@@ -23,10 +23,10 @@ class StateEntry(NamedTuple):
 
     module: str
     name: str
-    held_by: Optional[str]
+    held_by: str | None
     changed_by: str  # the helpers that change it
     reason: str = ""  # why it is not held (empty when held)
-    releases: Tuple[str, ...] = SUPPORTED_RELEASES
+    releases: tuple[str, ...] = SUPPORTED_RELEASES
 
 
 _CONV = "torch_tensorrt.dynamo.conversion._ConverterRegistry"
@@ -35,7 +35,7 @@ _DECOMP = "torch_tensorrt.dynamo.lowering._decomposition_groups"
 _RUNTIME_MODE = ("a runtime mode switch, mirrored in the C++ runtime when it is loaded; it only changes how "
                  "engines execute (a GPU is needed) and its context manager restores it on exit")
 
-INVENTORY: Tuple[StateEntry, ...] = (
+INVENTORY: tuple[StateEntry, ...] = (
     StateEntry(_CONV, "DYNAMO_ATEN_CONVERTERS", "converter registry",
                "`dynamo_tensorrt_converter`, `register_converter`, tests editing a target's list"),
     StateEntry(_CONV, "DYNAMO_CONVERTERS", "converter registry",
@@ -97,7 +97,7 @@ INVENTORY: Tuple[StateEntry, ...] = (
 )
 
 
-def held_labels() -> Tuple[str, ...]:
+def held_labels() -> tuple[str, ...]:
     """The isolation spec labels the inventory says are held, in order, without repeats."""
     return tuple(dict.fromkeys(e.held_by for e in INVENTORY if e.held_by is not None))
 
@@ -114,7 +114,7 @@ def _only(entry: StateEntry) -> str:
     return f", {', '.join(rest)} and {last} only" if rest else f", {last} only"
 
 
-def readme_lines() -> List[str]:
+def readme_lines() -> list[str]:
     """The list (docs/plugin.md) of held and not-held state (between the ``isolation-inventory`` markers)."""
     lines = [f"Held (Torch-TensorRT {', '.join(SUPPORTED_RELEASES)}):", ""]
     lines += [f"- `{e.name}` (`{e.module}`{_only(e)}): {e.changed_by}" for e in INVENTORY if e.held_by is not None]

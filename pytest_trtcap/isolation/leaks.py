@@ -7,7 +7,7 @@ The isolation drive (``session``) finds the leaks; this module only words them, 
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pytest
@@ -33,7 +33,7 @@ def fixture_subject(argname: str, scope: str, nodeid: str, setup_for: str) -> st
     return f"{nodeid} ({what}, {scope} scope{since})"
 
 
-def report_leak(item: pytest.Item, subject: str, changes: List[str], strict: Any) -> Optional[TrtcapLeakError]:
+def report_leak(item: pytest.Item, subject: str, changes: list[str], strict: Any) -> TrtcapLeakError | None:
     """Warn about a leak; the error to raise under ``--trtcap-strict`` (``strict``) or a filter that makes
     warnings errors.
 

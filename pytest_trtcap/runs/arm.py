@@ -17,7 +17,8 @@ import os
 import subprocess
 import sys
 import time
-from typing import IO, Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import IO, Any, NamedTuple
 
 from .outcomes import INCOMPLETE, outcome_counts
 from .reconcile import PYTEST_USAGE_ERROR, reconcile
@@ -33,7 +34,7 @@ STDERR_TAIL_LINES = 20
 class Progress:
     """One line per arm on stderr: rewritten in place on a terminal, start/finish lines otherwise."""
 
-    def __init__(self, stream: Optional[IO[str]] = None, enabled: bool = True, heartbeat: float = 30.0) -> None:
+    def __init__(self, stream: IO[str] | None = None, enabled: bool = True, heartbeat: float = 30.0) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = enabled
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
@@ -58,7 +59,7 @@ class Progress:
         self._last = time.monotonic()
         self._emit(f"{prefix}: running pytest ...", final=not self.tty)
 
-    def update(self, prefix: str, done: int, collected: Optional[int], elapsed: float) -> None:
+    def update(self, prefix: str, done: int, collected: int | None, elapsed: float) -> None:
         now = time.monotonic()
         if not self.tty and now - self._last < self.heartbeat:
             return
@@ -80,7 +81,7 @@ class StreamWatcher:
         self.offset = 0
         self.rest = b""
         self.done = 0
-        self.collected: Optional[int] = None
+        self.collected: int | None = None
 
     def poll(self) -> None:
         try:
@@ -103,7 +104,7 @@ class StreamWatcher:
                     pass
 
 
-def tail(path: str, lines: int, max_bytes: int = 65536) -> List[str]:
+def tail(path: str, lines: int, max_bytes: int = 65536) -> list[str]:
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -142,7 +143,7 @@ def arm_paths(out_dir: str, arm: str) -> ArmPaths:
     return ArmPaths(base + ".json", base + ".xml", base + ".stream.jsonl", base + ".stdout.txt", base + ".stderr.txt")
 
 
-def pytest_command(arm: str, paths: ArmPaths, pytest_args: Sequence[str]) -> List[str]:
+def pytest_command(arm: str, paths: ArmPaths, pytest_args: Sequence[str]) -> list[str]:
     """The arm's pytest, loading the plugin whose option it passes (where pytest loads no plugin by itself,
     ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``; beside the entry point the plugin registers once) and the recorder."""
     return [
@@ -153,8 +154,8 @@ def pytest_command(arm: str, paths: ArmPaths, pytest_args: Sequence[str]) -> Lis
     ]
 
 
-def _launch(cmd: List[str], paths: ArmPaths, progress: Progress, prefix: str,
-            env: Optional[Mapping[str, str]], cwd: Optional[str], poll_interval: float) -> Launch:
+def _launch(cmd: list[str], paths: ArmPaths, progress: Progress, prefix: str,
+            env: Mapping[str, str] | None, cwd: str | None, poll_interval: float) -> Launch:
     started = time.monotonic()
     watcher = StreamWatcher(paths.stream)
     progress.start(prefix)
@@ -176,12 +177,12 @@ def _launch(cmd: List[str], paths: ArmPaths, progress: Progress, prefix: str,
     return Launch(proc.returncode, time.monotonic() - started)
 
 
-def _stderr_tail(paths: ArmPaths) -> List[str]:
+def _stderr_tail(paths: ArmPaths) -> list[str]:
     lines = tail(paths.stderr, STDERR_TAIL_LINES)
     return lines or ["(stderr is empty; last lines of stdout follow)"] + tail(paths.stdout, 8)
 
 
-def _record(arm: str, paths: ArmPaths, launch: Launch) -> Dict[str, Any]:
+def _record(arm: str, paths: ArmPaths, launch: Launch) -> dict[str, Any]:
     try:
         stream = read_stream(paths.stream)
     except RecordError as exc:
@@ -201,12 +202,12 @@ def run_arm(
     out_dir: str,
     pytest_args: Sequence[str] = (),
     *,
-    progress: Optional[Progress] = None,
-    prefix: Optional[str] = None,
-    env: Optional[Mapping[str, str]] = None,
-    cwd: Optional[str] = None,
+    progress: Progress | None = None,
+    prefix: str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
     poll_interval: float = 0.25,
-) -> Dict[str, Any]:
+) -> dict[str, Any]:
     """Run pytest for one arm; write and return its reconciled record."""
     os.makedirs(out_dir, exist_ok=True)
     paths = arm_paths(out_dir, arm)

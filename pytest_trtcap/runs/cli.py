@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from .outcomes import EXIT_INCOMPLETE, EXIT_OK
 
@@ -95,7 +96,7 @@ def _escape_unencodable() -> None:
                 pass
 
 
-def _split(argv: Optional[Sequence[str]]) -> Tuple[List[str], List[str]]:
+def _split(argv: Sequence[str] | None) -> tuple[list[str], list[str]]:
     args = list(sys.argv[1:] if argv is None else argv)
     if "--" in args:
         cut = args.index("--")
@@ -119,7 +120,7 @@ def _version() -> int:
     return EXIT_OK
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``trtcap`` console script; returns the exit status."""
     args_list, pytest_args = _split(argv)
     _escape_unencodable()
@@ -165,7 +166,7 @@ def _drop_stdout() -> None:
         pass
 
 
-def _report(result: Dict[str, Any], ns: argparse.Namespace) -> int:
+def _report(result: dict[str, Any], ns: argparse.Namespace) -> int:
     """Write the report; standard output that cannot take it (a full disk) is a one-line error, exit 2."""
     from . import render
 
@@ -207,7 +208,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
     def interrupt(_signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt
 
-    previous: Dict[Any, Any] = {}
+    previous: dict[Any, Any] = {}
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if sig is None:  # no SIGHUP here
             continue
@@ -222,7 +223,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _sweep(ns: argparse.Namespace, pytest_args: List[str]) -> int:
+def _sweep(ns: argparse.Namespace, pytest_args: list[str]) -> int:
     import os
 
     from . import sweep

@@ -7,7 +7,8 @@ linear time and memory in the number of tests.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 from .junit import STATUS_OUTCOME, junit_key, junit_status
 from .outcomes import (
@@ -42,7 +43,7 @@ NOT_FAILING_AFTER_FIX = frozenset({"passed", "xpassed", "xfailed"})
 _FAILING = FAILING | {COLLECTION_ERROR}
 
 
-def _changed_class(before: Mapping[str, Any], after: Mapping[str, Any]) -> Optional[str]:
+def _changed_class(before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
     b, a = before["outcome"], after["outcome"]
     if a == COLLECTION_ERROR:
         return "collection error"
@@ -59,7 +60,7 @@ def _changed_class(before: Mapping[str, Any], after: Mapping[str, Any]) -> Optio
     return "changed"
 
 
-def classify(before: Optional[Mapping[str, Any]], after: Optional[Mapping[str, Any]]) -> Optional[str]:
+def classify(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> str | None:
     """The transition class of one test, or None when nothing changed."""
     if before is None:
         if after is None:
@@ -73,13 +74,13 @@ def classify(before: Optional[Mapping[str, Any]], after: Optional[Mapping[str, A
     return _changed_class(before, after)
 
 
-def _side(entry: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+def _side(entry: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if entry is None:
         return None
     return {"outcome": entry["outcome"], "signature": entry.get("signature"), "reason": entry.get("reason")}
 
 
-def _item(nodeid: str, cls: str, b: Optional[Mapping[str, Any]], a: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+def _item(nodeid: str, cls: str, b: Mapping[str, Any] | None, a: Mapping[str, Any] | None) -> dict[str, Any]:
     bo = b["outcome"] if b is not None else "absent"
     ao = a["outcome"] if a is not None else "absent"
     line = next((e.get("line") for e in (a, b) if e is not None and e.get("line")), None)
@@ -89,9 +90,9 @@ def _item(nodeid: str, cls: str, b: Optional[Mapping[str, Any]], a: Optional[Map
 
 def transitions(
     before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]]
-) -> List[Dict[str, Any]]:
+) -> list[dict[str, Any]]:
     """Changed tests, in display order (by class, then by position in BEFORE, then AFTER)."""
-    buckets: Dict[str, List[Dict[str, Any]]] = {c: [] for c in CLASSES}
+    buckets: dict[str, list[dict[str, Any]]] = {c: [] for c in CLASSES}
     get_after = after.get
     for nodeid, b in before.items():
         a = get_after(nodeid)
@@ -103,13 +104,13 @@ def transitions(
             cls = classify(None, a)
             if cls is not None:
                 buckets[cls].append(_item(nodeid, cls, None, a))
-    out: List[Dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
     for cls in CLASSES:
         out.extend(buckets[cls])
     return out
 
 
-def comparable_tests(record: Record) -> Dict[str, Dict[str, Any]]:
+def comparable_tests(record: Record) -> dict[str, dict[str, Any]]:
     """The record's tests plus its collection errors, as entries of outcome ``collection error``."""
     if not record.collection_errors:
         return record.tests
@@ -135,7 +136,7 @@ def keyed_like_junit(record: Record) -> Record:
     return Record(record.path, dict(record.data, tests=tests, collection_errors={}), record.source)
 
 
-def describe(record: Record) -> Dict[str, Any]:
+def describe(record: Record) -> dict[str, Any]:
     return {
         "path": record.path, "label": record.label, "arm": record.arm, "source": record.source,
         "tests": len(record.tests), "counts": record.counts(), "collection_errors": len(record.collection_errors),
@@ -143,7 +144,7 @@ def describe(record: Record) -> Dict[str, Any]:
     }
 
 
-def verdict(sides: List[Dict[str, Any]], totals: Mapping[str, int], accept_unverified: bool) -> Dict[str, Any]:
+def verdict(sides: list[dict[str, Any]], totals: Mapping[str, int], accept_unverified: bool) -> dict[str, Any]:
     """The result and exit status: INCOMPLETE beats UNVERIFIED beats the transitions."""
     results = {side["result"] for side in sides}
     if INCOMPLETE in results:
@@ -155,7 +156,7 @@ def verdict(sides: List[Dict[str, Any]], totals: Mapping[str, int], accept_unver
             "exit_status": EXIT_FAILURES if failing else EXIT_OK}
 
 
-def compare_records(before: Record, after: Record, accept_unverified: bool = False) -> Dict[str, Any]:
+def compare_records(before: Record, after: Record, accept_unverified: bool = False) -> dict[str, Any]:
     """The ``trtcap compare`` result: JSON-ready, rendered by :mod:`pytest_trtcap.runs.render`."""
     if before.source == "junit" and after.source != "junit":
         after = keyed_like_junit(after)

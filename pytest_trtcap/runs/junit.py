@@ -7,7 +7,8 @@ in any encoding XML allows (an encoding declaration, a byte-order mark, UTF-16) 
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterable, Optional, Tuple
+from collections.abc import Iterable
+from typing import Any
 
 from .record import RecordError, read_bytes
 from .signatures import E_LINE, first_line, signature_from_message
@@ -23,7 +24,7 @@ _STARTS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff",
 _ESCAPED = re.compile(r"#x([0-9A-F]{4}|[0-9A-F]{2})")
 
 
-def _unescape(message: Optional[str]) -> Optional[str]:
+def _unescape(message: str | None) -> str | None:
     """Undo pytest's ``bin_xml_escape`` (``#x1B`` for a character XML cannot hold), deciding with pytest's own
     function, so a message read back has the signature the recorder gave the same failure."""
     if not message or "#x" not in message:
@@ -58,7 +59,7 @@ def junit_key(nodeid: str) -> str:
     return ".".join(names[:-1]) + "::" + bin_xml_escape(names[-1])
 
 
-def junit_status(outcome: str, categories: Optional[Iterable[str]] = None) -> str:
+def junit_status(outcome: str, categories: Iterable[str] | None = None) -> str:
     """The testcase status (passed/skipped/failure/error) junitxml writes for a test."""
     worst = "passed"
     for cat in categories or (outcome,):
@@ -72,7 +73,7 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def _typed(message: Optional[str], exc_type: Optional[str]) -> Optional[str]:
+def _typed(message: str | None, exc_type: str | None) -> str | None:
     """``message`` led by the exception type a writer gave in its own ``type`` attribute, as pytest writes it
     (unittest-xml-reporting: ``type="ValueError" message="bad"``; pytest: ``message="ValueError: bad"``)."""
     if not exc_type:
@@ -83,7 +84,7 @@ def _typed(message: Optional[str], exc_type: Optional[str]) -> Optional[str]:
     return f"{exc_type}: {message}" if message else exc_type
 
 
-def _child_result(child: Any) -> Optional[Tuple[str, str, Optional[str], Optional[str]]]:
+def _child_result(child: Any) -> tuple[str, str, str | None, str | None] | None:
     """(status, outcome, signature, reason) of a <failure>/<error>/<skipped> element, None for others."""
     tag, message = _local(child.tag), _unescape(child.get("message"))
     if tag == "error":
@@ -105,7 +106,7 @@ def _child_result(child: Any) -> Optional[Tuple[str, str, Optional[str], Optiona
     return None
 
 
-def _case(case: Any) -> Dict[str, Any]:
+def _case(case: Any) -> dict[str, Any]:
     status, outcome, signature, reason = "passed", "passed", None, None
     for child in case:
         found = _child_result(child)
@@ -114,7 +115,7 @@ def _case(case: Any) -> Dict[str, Any]:
     return {"status": status, "outcome": outcome, "signature": signature, "reason": reason}
 
 
-def _root(path: Any, data: Optional[bytes]) -> Any:
+def _root(path: Any, data: bytes | None) -> Any:
     import xml.etree.ElementTree as ET
 
     data = read_bytes(path) if data is None else data
@@ -130,7 +131,7 @@ def _root(path: Any, data: Optional[bytes]) -> Any:
         raise RecordError(path, f"unreadable XML ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
-def parse_junit(path: Any, data: Optional[bytes] = None) -> Dict[str, Any]:
+def parse_junit(path: Any, data: bytes | None = None) -> dict[str, Any]:
     """Parse a JUnit XML report: ``cases`` (key -> status, outcome, signature, reason), ``elements``
     (testcase count) and ``suite`` (summed tests/failures/errors/skipped attributes). RecordError for
     missing, empty, truncated or foreign files. ``data``: the file's bytes, already read (a pipe reads once).
@@ -141,7 +142,7 @@ def parse_junit(path: Any, data: Optional[bytes] = None) -> Dict[str, Any]:
         raise RecordError(path, f"not a JUnit XML report (root element <{tag}>, expected <testsuites> or <testsuite>)")
     suites = [root] if tag == "testsuite" else [s for s in root if _local(s.tag) == "testsuite"]
     suite_counts = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
-    cases: Dict[str, Dict[str, Any]] = {}
+    cases: dict[str, dict[str, Any]] = {}
     elements = 0
     for suite in suites:
         for key in suite_counts:

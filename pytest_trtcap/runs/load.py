@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional
+from typing import Any
 
 from .junit import looks_like_xml, parse_junit
 from .reconcile import reconcile
@@ -36,7 +36,7 @@ def _json_problem(text: str, exc: json.JSONDecodeError) -> str:
     return f"invalid JSON ({where})"
 
 
-def record_from_junit(path: Any, raw: Optional[bytes] = None) -> Record:
+def record_from_junit(path: Any, raw: bytes | None = None) -> Record:
     tests = {key: {"outcome": case["outcome"], "signature": case["signature"], "reason": case["reason"]}
              for key, case in parse_junit(path, raw)["cases"].items()}
     data = {"schema": SCHEMA, "version": VERSION, "arm": None, "label": os.path.basename(str(path)),
@@ -44,7 +44,7 @@ def record_from_junit(path: Any, raw: Optional[bytes] = None) -> Record:
     return Record(path, data, "junit")
 
 
-def record_from_stream(path: Any, raw: Optional[bytes] = None) -> Record:
+def record_from_stream(path: Any, raw: bytes | None = None) -> Record:
     """A bare stream, reconciled with what it carries (no process exit status)."""
     stream = read_stream(path, raw)
     return Record(path, build_record(stream, reconcile(stream)), "stream")
@@ -83,5 +83,5 @@ def load_record(path: Any) -> Record:
         raise RecordError(path, "neither a trtcap record (JSON) nor a JUnit XML report")
     if f'"{STREAM_SCHEMA}"' in head.split("\n", 1)[0]:
         return record_from_stream(path, raw)
-    data: Dict[str, Any] = validate_record(path, _decode_json(path, text))
+    data: dict[str, Any] = validate_record(path, _decode_json(path, text))
     return Record(path, upgrade(data))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 FAILING = frozenset({"failed", "error"})
@@ -29,7 +30,7 @@ NEVER_CALLED = "Interrupted: the test never reported its call phase"
 NEEDS_GPU_PREFIX = "trtcap: needs a GPU: "
 
 
-def needs_gpu(entry: Optional[Mapping[str, Any]]) -> bool:
+def needs_gpu(entry: Mapping[str, Any] | None) -> bool:
     """Whether a record entry is a skip the plugin made because the host has no GPU."""
     if entry is None or entry.get("outcome") != "skipped":
         return False
@@ -37,7 +38,7 @@ def needs_gpu(entry: Optional[Mapping[str, Any]]) -> bool:
     return isinstance(reason, str) and reason.startswith(NEEDS_GPU_PREFIX)
 
 
-def outcome_counts(tests: Mapping[str, Mapping[str, Any]]) -> Dict[str, int]:
+def outcome_counts(tests: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     counts = dict.fromkeys(OUTCOMES, 0)
     for entry in tests.values():
         counts[entry["outcome"]] = counts.get(entry["outcome"], 0) + 1

@@ -8,7 +8,8 @@ Collection errors are listed on their own and never count as a disagreement.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 from .outcomes import COMPLETE, INCOMPLETE, NEVER_CALLED, OUTCOMES, outcome_counts
 
@@ -27,7 +28,7 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def _process(stream: Mapping[str, Any], returncode: Optional[int], out: List[str]) -> None:
+def _process(stream: Mapping[str, Any], returncode: int | None, out: list[str]) -> None:
     finished, exitstatus = stream.get("finished"), stream.get("exitstatus")
     running = stream.get("running") or []
     where = f" while running {', '.join(running[:3])}" if running else ""
@@ -52,7 +53,7 @@ def _process(stream: Mapping[str, Any], returncode: Optional[int], out: List[str
         out.append("process: pytest's exit status is 5 (no tests collected): nothing was tested")
 
 
-def _collected(stream: Mapping[str, Any], items: int, out: List[str]) -> Optional[int]:
+def _collected(stream: Mapping[str, Any], items: int, out: list[str]) -> int | None:
     counted = stream.get("counted") or {}
     collected = counted.get("collected", stream.get("collected"))
     seen = set(stream.get("collected_counts") or [])
@@ -74,7 +75,7 @@ def _collected(stream: Mapping[str, Any], items: int, out: List[str]) -> Optiona
     return collected
 
 
-def recorded_reports(items: Mapping[str, Mapping[str, Any]]) -> Dict[str, int]:
+def recorded_reports(items: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     """Per category, the reports the stream accounts for (pytest counts reports, not tests)."""
     counts = dict.fromkeys(OUTCOMES, 0)
     for entry in items.values():
@@ -85,7 +86,7 @@ def recorded_reports(items: Mapping[str, Mapping[str, Any]]) -> Dict[str, int]:
     return counts
 
 
-def _counted(stream: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]], out: List[str]) -> None:
+def _counted(stream: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]], out: list[str]) -> None:
     counted = stream.get("counted")
     if not stream.get("finished"):
         return
@@ -112,11 +113,11 @@ def _counted(stream: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]], 
         out.append(f"counts: pytest deselected {deselected} test(s), the record says {stream.get('deselected') or 0}")
 
 
-def reconcile(stream: Mapping[str, Any], *, returncode: Optional[int] = None) -> Dict[str, Any]:
+def reconcile(stream: Mapping[str, Any], *, returncode: int | None = None) -> dict[str, Any]:
     """Cross-check the recorder's stream against pytest's own counts and the process's exit status."""
     tests = stream["tests"]
     items = {k: v for k, v in tests.items() if v.get("when") != "collect"}
-    disagreements: List[str] = []
+    disagreements: list[str] = []
     _process(stream, returncode, disagreements)
     collected = _collected(stream, len(items), disagreements)
     crashed = [n for n, e in items.items() if e.get("when") == "crash"]

@@ -43,8 +43,9 @@ import gc
 import json
 import os
 import stat
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any
 
 from .outcomes import COMPLETE, INCOMPLETE, OUTCOMES, WHENS, needs_gpu_count, outcome_counts
 
@@ -126,7 +127,7 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def upgrade(data: Dict[str, Any]) -> Dict[str, Any]:
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """A version-1 record in version 2's shape: collection errors move out of ``tests``."""
     if data.get("version", VERSION) >= 2:
         data.setdefault("collection_errors", {})
@@ -149,28 +150,28 @@ _TYPE_NAMES = {
 }
 
 #: Optional top-level fields: name -> allowed types (null is always allowed).
-TOP_FIELDS: Dict[str, Tuple[type, ...]] = {
+TOP_FIELDS: dict[str, tuple[type, ...]] = {
     "arm": _STR, "label": _STR, "created": _STR, "collected": _INT, "deselected": _INT, "finished": _BOOL,
     "duration": _NUM, "pytest": (dict,), "files": (dict,), "source": _STR,
 }
 #: Top-level counts pytest made: never below zero.
 COUNTS = ("collected", "deselected")
 #: Fields of the ``pytest`` object: scalars, then arrays of strings.
-PYTEST_FIELDS: Dict[str, Tuple[type, ...]] = {"version": _STR, "rootdir": _STR, "exitstatus": _INT, "returncode": _INT}
+PYTEST_FIELDS: dict[str, tuple[type, ...]] = {"version": _STR, "rootdir": _STR, "exitstatus": _INT, "returncode": _INT}
 PYTEST_LISTS = ("args", "command")
-ENTRY_FIELDS: Dict[str, Tuple[type, ...]] = {
+ENTRY_FIELDS: dict[str, tuple[type, ...]] = {
     "signature": _STR, "reason": _STR, "when": _STR, "duration": _NUM, "line": _INT,
 }
 
 
-def of_type(value: Any, types: Tuple[type, ...]) -> bool:
+def of_type(value: Any, types: tuple[type, ...]) -> bool:
     """Whether ``value`` is of one of ``types``; a bool only where bool is named (JSON's true is no count)."""
     if isinstance(value, bool):
         return bool in types
     return isinstance(value, types)
 
 
-def _check(path: Any, where: str, value: Any, types: Tuple[type, ...]) -> None:
+def _check(path: Any, where: str, value: Any, types: tuple[type, ...]) -> None:
     if value is not None and not of_type(value, types):
         wanted = " or ".join(_TYPE_NAMES[t] for t in types)
         raise RecordError(path, f"{where} must be {wanted} or null (got {type(value).__name__})")
@@ -181,7 +182,7 @@ def _check_strings(path: Any, where: str, value: Any) -> None:
         raise RecordError(path, f"{where} must be an array of strings")
 
 
-def _check_header(path: Any, data: Dict[str, Any]) -> None:
+def _check_header(path: Any, data: dict[str, Any]) -> None:
     schema = data.get("schema")
     if schema != SCHEMA:
         if schema is None:
@@ -238,7 +239,7 @@ def _check_reconciliation(path: Any, rec: Any) -> None:
     _check(path, "reconciliation's 'sources'", rec.get("sources"), (dict,))
 
 
-def validate_record(path: Any, data: Any) -> Dict[str, Any]:
+def validate_record(path: Any, data: Any) -> dict[str, Any]:
     """Check a parsed JSON value is a trtcap record; raise RecordError naming what is wrong."""
     if not isinstance(data, dict):
         kind = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(data), "null")
@@ -271,14 +272,14 @@ class Record:
 
     __slots__ = ("path", "data", "tests", "source")
 
-    def __init__(self, path: Any, data: Dict[str, Any], source: str = "record") -> None:
+    def __init__(self, path: Any, data: dict[str, Any], source: str = "record") -> None:
         self.path = str(path)
         self.data = data
-        self.tests: Dict[str, Dict[str, Any]] = data["tests"]
+        self.tests: dict[str, dict[str, Any]] = data["tests"]
         self.source = source
 
     @property
-    def arm(self) -> Optional[str]:
+    def arm(self) -> str | None:
         return self.data.get("arm")
 
     @property
@@ -286,20 +287,20 @@ class Record:
         return self.data.get("label") or (f"arm {self.arm}" if self.arm else os.path.basename(self.path))
 
     @property
-    def result(self) -> Optional[str]:
+    def result(self) -> str | None:
         rec = self.data.get("reconciliation")
         return rec.get("result") if isinstance(rec, dict) else None
 
     @property
-    def disagreements(self) -> List[str]:
+    def disagreements(self) -> list[str]:
         rec = self.data.get("reconciliation")
         return list(rec.get("disagreements") or []) if isinstance(rec, dict) else []
 
     @property
-    def collection_errors(self) -> Dict[str, Dict[str, Any]]:
+    def collection_errors(self) -> dict[str, dict[str, Any]]:
         return self.data.get("collection_errors") or {}
 
-    def counts(self) -> Dict[str, int]:
+    def counts(self) -> dict[str, int]:
         return outcome_counts(self.tests)
 
     def needs_gpu(self) -> int:
@@ -308,17 +309,17 @@ class Record:
 
 def build_record(
     stream: Mapping[str, Any],
-    reconciliation: Dict[str, Any],
+    reconciliation: dict[str, Any],
     *,
-    arm: Optional[str] = None,
-    returncode: Optional[int] = None,
-    stderr_tail: Optional[List[str]] = None,
-) -> Dict[str, Any]:
+    arm: str | None = None,
+    returncode: int | None = None,
+    stderr_tail: list[str] | None = None,
+) -> dict[str, Any]:
     """A record (the schema above) from a recorder stream and its reconciliation."""
     meta = stream.get("meta") or {}
     if arm is None:
         arm = meta.get("arm")
-    data: Dict[str, Any] = {
+    data: dict[str, Any] = {
         "schema": SCHEMA, "version": VERSION, "arm": arm, "label": f"arm {arm}" if arm else None,
         "created": utc_now(),
         "pytest": {"version": meta.get("pytest"), "args": meta.get("args"), "rootdir": meta.get("rootdir"),
@@ -336,7 +337,7 @@ def build_record(
     return data
 
 
-def _dumps(value: Any, indent: Optional[int] = None) -> str:
+def _dumps(value: Any, indent: int | None = None) -> str:
     text = json.dumps(value, ensure_ascii=False, indent=indent)
     try:
         text.encode("utf-8")

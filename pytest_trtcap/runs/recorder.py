@@ -28,7 +28,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -45,9 +46,9 @@ class PhaseReport(NamedTuple):
     when: str
     outcome: str  # the report's passed / failed / skipped
     wasxfail: bool = False
-    xfail_reason: Optional[str] = None
-    message: Optional[str] = None
-    skip_reason: Optional[str] = None
+    xfail_reason: str | None = None
+    message: str | None = None
+    skip_reason: str | None = None
 
 
 class Decision(NamedTuple):
@@ -63,11 +64,11 @@ def _from_call(call: PhaseReport) -> str:
     return "xpassed" if call.wasxfail else "passed"
 
 
-def decide(by_when: Dict[str, PhaseReport]) -> Decision:
+def decide(by_when: dict[str, PhaseReport]) -> Decision:
     """The test's outcome and the report that decided it (a failing phase wins over a passing one)."""
     setup, call, teardown = by_when.get("setup"), by_when.get("call"), by_when.get("teardown")
     crash = next((r for w, r in by_when.items() if w not in ("setup", "call", "teardown")), None)
-    decided: Optional[Decision] = None
+    decided: Decision | None = None
     if setup is not None and setup.outcome == "failed":
         decided = Decision("error", setup)
     elif setup is not None and setup.outcome == "skipped":
@@ -84,9 +85,9 @@ def decide(by_when: Dict[str, PhaseReport]) -> Decision:
     return decided
 
 
-def summarise_reports(reports: Iterable[PhaseReport]) -> Dict[str, Any]:
+def summarise_reports(reports: Iterable[PhaseReport]) -> dict[str, Any]:
     """Fold a test's reports into its record entry: ``outcome``, ``signature``, ``reason`` and ``when``."""
-    by_when: Dict[str, PhaseReport] = {}
+    by_when: dict[str, PhaseReport] = {}
     for rep in reports:
         earlier = by_when.get(rep.when)
         if earlier is not None and earlier.outcome == "failed" and rep.outcome != "failed":
@@ -94,8 +95,8 @@ def summarise_reports(reports: Iterable[PhaseReport]) -> Dict[str, Any]:
         by_when[rep.when] = rep  # otherwise a later report of a phase replaces the earlier one
     outcome, rep = decide(by_when)
     when = rep.when if rep.when in WHENS else "crash"
-    reason: Optional[str] = None
-    signature: Optional[str] = None
+    reason: str | None = None
+    signature: str | None = None
     if outcome == "xpassed":
         reason = rep.xfail_reason
     elif outcome == "skipped":
@@ -131,7 +132,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(Recorder(config, path), "trtcap-recorder")
 
 
-def _header(config: pytest.Config) -> Dict[str, Any]:
+def _header(config: pytest.Config) -> dict[str, Any]:
     try:
         arm = config.getoption("--trt-target-sm", None)
     except (ValueError, AttributeError):
@@ -143,10 +144,10 @@ def _header(config: pytest.Config) -> Dict[str, Any]:
     }
 
 
-def counted_by_pytest(session: pytest.Session) -> Dict[str, Any]:
+def counted_by_pytest(session: pytest.Session) -> dict[str, Any]:
     """What pytest itself counted: the session's counters and, when the terminal reporter runs, its stats."""
     stopped = session.shouldfail or session.shouldstop  # -x, --maxfail, a plugin that stopped the session
-    counted: Dict[str, Any] = {"collected": session.testscollected, "failed_reports": session.testsfailed,
+    counted: dict[str, Any] = {"collected": session.testscollected, "failed_reports": session.testsfailed,
                                "outcomes": None, "deselected": None, "stopped": str(stopped) if stopped else None}
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     stats = getattr(reporter, "stats", None)
@@ -159,7 +160,7 @@ def counted_by_pytest(session: pytest.Session) -> Dict[str, Any]:
     return counted
 
 
-def _line(report: pytest.TestReport) -> Optional[int]:
+def _line(report: pytest.TestReport) -> int | None:
     """The 1-based line pytest gives for the test (its ``location``: where the function is defined), for
     annotations that point at it; None where pytest knows none."""
     location = getattr(report, "location", None)
@@ -175,16 +176,16 @@ class Recorder:
             self.file = open(path, "w", encoding="ascii")  # noqa: SIM115
         except OSError as exc:
             raise pytest.UsageError(f"--trtcap-record: cannot write {path}: {exc.strerror or exc}") from None
-        self.pending: Dict[str, List[PhaseReport]] = {}
-        self.durations: Dict[str, float] = {}
-        self.categories: Dict[str, List[str]] = {}
-        self.lines: Dict[str, Optional[int]] = {}
+        self.pending: dict[str, list[PhaseReport]] = {}
+        self.durations: dict[str, float] = {}
+        self.categories: dict[str, list[str]] = {}
+        self.lines: dict[str, int | None] = {}
         self.deselected = 0
         self.collected_written: set = set()
         self.failed_seen = 0
         self._write(_header(config))
 
-    def _write(self, event: Dict[str, Any]) -> None:
+    def _write(self, event: dict[str, Any]) -> None:
         if self.file.closed:
             return
         self.file.write(json.dumps(event, ensure_ascii=True, default=str) + "\n")

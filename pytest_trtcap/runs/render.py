@@ -13,7 +13,8 @@ import json
 import os
 import re
 import sys
-from typing import IO, Any, List, Mapping, Optional
+from collections.abc import Mapping
+from typing import IO, Any
 
 from ..escaping import one_line
 from .sections import Annotation, Section, View, compare_view, github_annotations, sweep_view
@@ -51,7 +52,7 @@ def _plain_table(sec: Section, w: Any) -> None:
         for i, cell in enumerate(row[:-1]):
             widths[i] = min(max(widths[i], len(cell)), 120)
 
-    def line(row: List[str]) -> str:  # two leading blanks: no row can pass for the verdict line
+    def line(row: list[str]) -> str:  # two leading blanks: no row can pass for the verdict line
         return "  " + "  ".join(
             cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)
         ).rstrip()
@@ -192,7 +193,7 @@ def _render_json(result: Mapping[str, Any], stream: IO[str]) -> None:
 
 
 def render(
-    result: Mapping[str, Any], fmt: str = "table", stream: Optional[IO[str]] = None, max_rows: int = 100
+    result: Mapping[str, Any], fmt: str = "table", stream: IO[str] | None = None, max_rows: int = 100
 ) -> None:
     """Write ``result`` (a sweep or compare result) to ``stream`` in ``fmt``."""
     stream = stream if stream is not None else sys.stdout

@@ -7,7 +7,8 @@ edge is padded so no row can start a line with ``RESULT:``.
 from __future__ import annotations
 
 import io
-from typing import IO, Any, Callable, List
+from collections.abc import Callable
+from typing import IO, Any
 
 from .sections import Section, View
 
@@ -90,5 +91,5 @@ def render_rich(view: View, target: IO[str], clean: Callable[[Any], str], unicod
     verdict = clean(view.verdict.text)
     console.print(Text(verdict, style="bold green" if view.verdict.result == "COMPLETE" else "bold red"))
     if stream is not target:
-        lines: List[str] = [line.rstrip() for line in stream.getvalue().split("\n")]  # type: ignore[attr-defined]
+        lines: list[str] = [line.rstrip() for line in stream.getvalue().split("\n")]  # type: ignore[attr-defined]
         target.write("\n".join(lines))

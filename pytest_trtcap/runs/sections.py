@@ -6,8 +6,9 @@ code lines, never in a title or the verdict's fixed words, so every renderer can
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, NamedTuple
 
 from .compare import FAILING_CLASSES as COMPARE_FAILING
 from .outcomes import COMPLETE, INCOMPLETE
@@ -17,11 +18,11 @@ from .sweep import FAILING_CLASSES as SWEEP_FAILING
 @dataclass
 class Section:
     title: str
-    columns: List[str] = field(default_factory=list)
-    rows: List[List[str]] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
     more: int = 0
     note: str = ""
-    code: Optional[List[str]] = None
+    code: list[str] | None = None
     subject: str = ""  # run-made text shown after the title (a path)
 
 
@@ -39,16 +40,16 @@ class Verdict(NamedTuple):
 
 class View(NamedTuple):
     title: str
-    header: List[str]
-    sections: List[Section]
+    header: list[str]
+    sections: list[Section]
     verdict: Verdict
 
 
 class Annotation(NamedTuple):
     """One new failure as a CI annotation: where (``file`` None when the names are JUnit's, not paths) and what."""
 
-    file: Optional[str]
-    line: Optional[int]
+    file: str | None
+    line: int | None
     title: str  # our own words
     message: str  # run-made text
 
@@ -58,7 +59,7 @@ def _annotation(nodeid: str, line: Any, title: str, message: str, paths: bool = 
     return Annotation(file or None, line if type(line) is int and line >= 1 and file else None, title, message)
 
 
-def github_annotations(result: Mapping[str, Any], max_rows: int) -> Tuple[List[Annotation], int]:
+def github_annotations(result: Mapping[str, Any], max_rows: int) -> tuple[list[Annotation], int]:
     """(an annotation per test that makes the command exit 1, how many more than ``max_rows`` were left out)."""
     if result["command"] == "sweep":
         arms = [a["arm"] for a in result["arms"]]
@@ -102,7 +103,7 @@ def _arms_section(result: Mapping[str, Any]) -> Section:
     )
 
 
-def _diff_details(d: Mapping[str, Any], arms: List[str]) -> str:
+def _diff_details(d: Mapping[str, Any], arms: list[str]) -> str:
     details = []
     for arm in arms:
         sig, reason = d["signatures"].get(arm), d["reasons"].get(arm)
@@ -115,7 +116,7 @@ def _diff_details(d: Mapping[str, Any], arms: List[str]) -> str:
     return "; ".join(details)
 
 
-def _diff_section(result: Mapping[str, Any], arms: List[str], max_rows: int) -> Section:
+def _diff_section(result: Mapping[str, Any], arms: list[str], max_rows: int) -> Section:
     title = "Tests whose outcome differs between arms"
     diffs = result["differences"]
     if not diffs:
@@ -130,7 +131,7 @@ def _diff_section(result: Mapping[str, Any], arms: List[str], max_rows: int) -> 
     return Section(title + " (arm-specific failures first)", ["test", "class", *arms, "signature"], rows, more)
 
 
-def _skipped_section(result: Mapping[str, Any], arms: List[str], max_rows: int) -> Optional[Section]:
+def _skipped_section(result: Mapping[str, Any], arms: list[str], max_rows: int) -> Section | None:
     skipped = result["skipped_on_some_arms"]
     if not skipped:
         return None
@@ -146,7 +147,7 @@ def _skipped_section(result: Mapping[str, Any], arms: List[str], max_rows: int) 
     return Section("Skipped on only some arms", ["test", "skipped on", "reason", "elsewhere"], rows, more)
 
 
-def _collection_section(result: Mapping[str, Any], max_rows: int) -> Optional[Section]:
+def _collection_section(result: Mapping[str, Any], max_rows: int) -> Section | None:
     rows = [[a["arm"], nodeid, sig or ""] for a in result["arms"] for nodeid, sig in a["collection_errors"].items()]
     if not rows:
         return None
@@ -196,9 +197,9 @@ def _transition_cell(t: Mapping[str, Any], arrow: str) -> str:
     return side.get("signature") or ""
 
 
-def _changed_section(items: List[Dict[str, Any]], max_rows: int, arrow: str) -> Section:
+def _changed_section(items: list[dict[str, Any]], max_rows: int, arrow: str) -> Section:
     rows, more = [], 0
-    per_class: Dict[str, int] = {}
+    per_class: dict[str, int] = {}
     for t in items:
         seen = per_class.get(t["class"], 0)
         per_class[t["class"]] = seen + 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from typing import Any, List, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ADDR = re.compile(r"0x[0-9a-fA-F]+")
@@ -24,7 +24,7 @@ _TYPE_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::\s?(.*))?$")
 _SIGNATURE_BUDGET = 300
 
 
-def _tmp_roots() -> List[str]:
+def _tmp_roots() -> list[str]:
     roots = {"/tmp", "/var/tmp", "/private/tmp", "/var/folders", "/private/var/folders"}
     for candidate in (tempfile.gettempdir(), os.environ.get("TMPDIR"), os.environ.get("PYTEST_DEBUG_TEMPROOT")):
         if candidate:
@@ -64,8 +64,8 @@ class _Group:
 
     def __init__(self, opener: str) -> None:
         self.opener, self.raw = opener, False
-        self.elements: List[str] = []
-        self.pieces: List[str] = []
+        self.elements: list[str] = []
+        self.pieces: list[str] = []
 
     def written(self) -> str:
         return self.opener + ",".join([*self.elements, "".join(self.pieces)])
@@ -103,8 +103,8 @@ class _BraceSorter:
 
     def __init__(self, text: str, limit: int) -> None:
         self.text, self.limit, self.shown = text, limit, 0
-        self.out: List[str] = []
-        self.stack: List[_Group] = []
+        self.out: list[str] = []
+        self.stack: list[_Group] = []
         self.unclosed: set = set()  # quote characters that no later quote closes
         self.deep = 0  # brackets opened past _MAX_DEPTH: kept as written
 
@@ -168,7 +168,7 @@ class _BraceSorter:
         return at + 1 if end < 0 else end
 
 
-def sort_brace_groups(text: str, keep: Optional[int] = None) -> str:
+def sort_brace_groups(text: str, keep: int | None = None) -> str:
     """``text`` with each ``{...}`` group's top-level elements sorted: the repr of a set, or of a dict built
     from one, follows the hash seed of the process that made it. Linear: one scan, a string literal skipped at
     once, brackets past _MAX_DEPTH kept as written. A group that would start past the first ``keep`` characters
@@ -178,7 +178,7 @@ def sort_brace_groups(text: str, keep: Optional[int] = None) -> str:
     return _BraceSorter(text, min(len(text), _SORT_LIMIT)).run(len(text) if keep is None else keep)
 
 
-def normalise(text: str, keep: Optional[int] = None) -> str:
+def normalise(text: str, keep: int | None = None) -> str:
     """Replace what varies between runs of the same failure: addresses, ids, temporary paths, numbers, and
     the order of a set's elements (``keep``: the caller keeps only that many characters)."""
     text = ANSI.sub("", text)
@@ -199,7 +199,7 @@ def first_line(text: str) -> str:
     return ""
 
 
-def signature_from_message(message: Optional[str], default_type: str = "") -> Optional[str]:
+def signature_from_message(message: str | None, default_type: str = "") -> str | None:
     """``Type: normalised first line`` from a crash message such as ``ValueError: bad 0x7f..``."""
     if message is None:
         return None
@@ -228,7 +228,7 @@ E_LINE = re.compile(r"^E\s+(\S.*)$", re.MULTILINE)
 _XDIST_CRASH = re.compile(r"^\s*worker '?gw\d+'? crashed while running", re.MULTILINE)
 
 
-def is_worker_crash(text: Optional[str]) -> bool:
+def is_worker_crash(text: str | None) -> bool:
     """Whether a message is pytest-xdist's account of a worker that died under a test."""
     return bool(text and _XDIST_CRASH.search(text))
 
@@ -236,8 +236,8 @@ def is_worker_crash(text: Optional[str]) -> bool:
 class Message(NamedTuple):
     """What a report says: its crash message, and the raw reason when it is a skip."""
 
-    text: Optional[str]
-    skip_reason: Optional[str] = None
+    text: str | None
+    skip_reason: str | None = None
 
 
 def report_message(report: Any) -> Message:

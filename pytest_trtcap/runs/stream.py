@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional
+from typing import Any
 
 from .record import STREAM_SCHEMA, RecordError, check_entry, of_type, read_bytes
 
 
-def empty_stream(problem: str = "") -> Dict[str, Any]:
+def empty_stream(problem: str = "") -> dict[str, Any]:
     """The stream of a run that left nothing readable (``problem`` says why)."""
-    stream: Dict[str, Any] = {
+    stream: dict[str, Any] = {
         "meta": None, "tests": {}, "collection_errors": {}, "collection_error_reports": 0, "collected": None,
         "deselected": 0, "finished": False, "exitstatus": None, "counted": None, "running": [],
         "bad_lines": 0, "collected_counts": [], "failed_reports_seen": None,
@@ -37,7 +37,7 @@ def _counted_ok(counted: Any) -> bool:
     return outcomes is None or isinstance(outcomes, dict) and all(_is(v, int) for v in outcomes.values())
 
 
-def _readable(event: Dict[str, Any]) -> bool:
+def _readable(event: dict[str, Any]) -> bool:
     """Whether an event's fields have the types the record schema gives them; one that breaks them is an
     unreadable line, never carried into a record (``trtcap compare`` reads a bare stream too)."""
     kind = event.get("e")
@@ -56,7 +56,7 @@ def _readable(event: Dict[str, Any]) -> bool:
     return True
 
 
-def _apply(out: Dict[str, Any], started: Dict[Any, None], event: Dict[str, Any]) -> None:
+def _apply(out: dict[str, Any], started: dict[Any, None], event: dict[str, Any]) -> None:
     kind = event.get("e")
     if kind is None and event.get("schema") == STREAM_SCHEMA:
         out["meta"] = event
@@ -89,7 +89,7 @@ def _apply(out: Dict[str, Any], started: Dict[Any, None], event: Dict[str, Any])
         out["failed_reports_seen"] = event.get("failed_reports_seen")
 
 
-def read_stream(path: Any, raw: Optional[bytes] = None) -> Dict[str, Any]:
+def read_stream(path: Any, raw: bytes | None = None) -> dict[str, Any]:
     """The stream as a dict: ``meta`` (the header), ``tests``, ``collection_errors``, ``collected``,
     ``deselected``, ``finished``, ``exitstatus``, ``counted`` (pytest's own counts), ``running`` (started
     but unfinished node ids), ``bad_lines`` and ``collection_error_reports``. ``raw``: the file's bytes when
@@ -99,7 +99,7 @@ def read_stream(path: Any, raw: Optional[bytes] = None) -> Dict[str, Any]:
         raw = read_bytes(path, missing="missing: pytest did not start the recorder (no stream written)")
     lines = raw.decode("utf-8", errors="replace").split("\n")
     out = empty_stream()
-    started: Dict[Any, None] = {}
+    started: dict[Any, None] = {}
     last = len(lines) - 1
     for number, line in enumerate(lines):
         if not line.strip():

@@ -8,7 +8,8 @@ import os
 import shlex
 import sys
 import warnings
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from .arm import Progress, run_arm
 from .compare import comparable_tests
@@ -74,7 +75,7 @@ class UsageError(Exception):
     """Bad command-line input; ``trtcap`` prints it and exits with ``EXIT_INCOMPLETE``."""
 
 
-def parse_arms(text: str) -> List[str]:
+def parse_arms(text: str) -> list[str]:
     """``"7.5,8.9"`` -> ``["7.5", "8.9"]`` through ``guards.parse_targets``; UsageError naming a bad value."""
     import trtcap_guards as guards  # light: imports neither torch nor torch_tensorrt
 
@@ -95,7 +96,7 @@ def parse_arms(text: str) -> List[str]:
     return [f"{major}.{minor}" for major, minor in caps]
 
 
-def _option_values(args: Sequence[str], option: str) -> List[str]:
+def _option_values(args: Sequence[str], option: str) -> list[str]:
     """The values given to ``option`` as pytest reads them: ``OPTION VALUE``, and ``-pVALUE`` for a short option
     or ``--option=VALUE`` for a long one."""
     joined = option + "=" if option.startswith("--") else option
@@ -141,7 +142,7 @@ def check_addopts(env: Mapping[str, str]) -> None:
         raise UsageError(f"{where}: {exc}") from None
 
 
-def _diff_class(outcomes: List[Optional[str]], entries: List[Optional[Mapping[str, Any]]]) -> Optional[str]:
+def _diff_class(outcomes: list[str | None], entries: list[Mapping[str, Any] | None]) -> str | None:
     known = [o for o in outcomes if o != NOT_RUN]
     if COLLECTION_ERROR in outcomes and len(set(outcomes)) > 1:
         return "collection error on some arms"
@@ -161,7 +162,7 @@ def _diff_class(outcomes: List[Optional[str]], entries: List[Optional[Mapping[st
     return "signature differs" if len(sigs) > 1 else None
 
 
-def _reasons(arms: List[str], entries: List[Optional[Mapping[str, Any]]]) -> Dict[str, Any]:
+def _reasons(arms: list[str], entries: list[Mapping[str, Any] | None]) -> dict[str, Any]:
     return {
         a: e.get("reason") for a, e in zip(arms, entries, strict=True) if e is not None and e["outcome"] == "skipped"
     }
@@ -169,18 +170,18 @@ def _reasons(arms: List[str], entries: List[Optional[Mapping[str, Any]]]) -> Dic
 
 def arm_differences(
     arm_tests: Mapping[str, Mapping[str, Mapping[str, Any]]], incomplete: Sequence[str] = ()
-) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(tests whose outcome/signature differs across arms, tests skipped on only some arms).
 
     A test absent from an arm whose run is incomplete counts as "not run" there (unknown), never as an
     arm-specific failure of another arm; absent from a complete arm, it is "absent" (not failing).
     """
     arms, cut_short = list(arm_tests), set(incomplete)
-    order: Dict[str, None] = {}
+    order: dict[str, None] = {}
     for tests in arm_tests.values():
         order.update(dict.fromkeys(tests))
-    buckets: Dict[str, List[Dict[str, Any]]] = {c: [] for c in DIFF_CLASSES}
-    skipped: List[Dict[str, Any]] = []
+    buckets: dict[str, list[dict[str, Any]]] = {c: [] for c in DIFF_CLASSES}
+    skipped: list[dict[str, Any]] = []
     for nodeid in order:
         entries = [arm_tests[a].get(nodeid) for a in arms]
         outcomes = [
@@ -206,7 +207,7 @@ def arm_differences(
     return [d for cls in DIFF_CLASSES for d in buckets[cls]], skipped
 
 
-def _arm_summary(data: Mapping[str, Any]) -> Dict[str, Any]:
+def _arm_summary(data: Mapping[str, Any]) -> dict[str, Any]:
     rec = data["reconciliation"]
     return {
         "arm": data["arm"], "result": rec["result"], "collected": data.get("collected"), "tests": len(data["tests"]),
@@ -219,7 +220,7 @@ def _arm_summary(data: Mapping[str, Any]) -> Dict[str, Any]:
     }
 
 
-def summarise_sweep(records: Sequence[Mapping[str, Any]], out_dir: str, pytest_args: Sequence[str]) -> Dict[str, Any]:
+def summarise_sweep(records: Sequence[Mapping[str, Any]], out_dir: str, pytest_args: Sequence[str]) -> dict[str, Any]:
     arms = [_arm_summary(data) for data in records]
     incomplete = [a["arm"] for a in arms if a["result"] != COMPLETE]
     tests = {d["arm"]: comparable_tests(Record("", dict(d))) for d in records}
@@ -242,10 +243,10 @@ def run_sweep(
     out_dir: str = DEFAULT_OUT,
     pytest_args: Sequence[str] = (),
     *,
-    progress: Optional[Progress] = None,
-    env: Optional[Mapping[str, str]] = None,
-    cwd: Optional[str] = None,
-) -> Dict[str, Any]:
+    progress: Progress | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+) -> dict[str, Any]:
     check_pytest_args(pytest_args)
     check_addopts(os.environ if env is None else env)
     progress = progress or Progress()
