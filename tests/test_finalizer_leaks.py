@@ -1,0 +1,79 @@
+"""A finalizer a test's body adds (``request.addfinalizer``) runs in that test's teardown, before its fixtures end:
+what it changes is the test's, what it puts back is the test's clean-up, and neither a fixture nor the next test is
+blamed for it."""
+
+from __future__ import annotations
+
+import pytest
+
+HEAD = '''
+import pytest
+import trtcap_guards as guards
+
+
+def declare(origin):
+    guards.declare_targets("8.9", origin=origin)
+
+
+@pytest.fixture
+def plain():
+    return 1
+
+
+def declared():
+    return guards.state_snapshot(fired=False).targets
+'''
+
+LEAKS_FROM_A_FINALIZER = HEAD + '''
+
+def test_leaks_beside_a_fixture(request, plain):
+    request.addfinalizer(lambda: declare("beside a fixture"))
+
+
+def test_leaks_alone(request):
+    request.addfinalizer(lambda: declare("alone"))
+
+
+def test_next_sees_nothing_declared():
+    assert declared() is None
+'''
+
+CLEANS_UP_IN_A_FINALIZER = HEAD + '''
+
+def test_cleans_up(request, plain):
+    before = guards.state_snapshot(fired=False)
+    declare("the body")
+    request.addfinalizer(lambda: guards.restore_state(before))
+
+
+def test_cleans_up_through_the_node(request):
+    before = guards.state_snapshot(fired=False)
+    declare("the body")
+    request.node.addfinalizer(lambda: guards.restore_state(before))
+
+
+def test_next_sees_nothing_declared():
+    assert declared() is None
+'''
+
+
+def test_a_change_made_by_the_bodys_finalizer_is_the_tests_leak(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_finalizers=LEAKS_FROM_A_FINALIZER)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--trtcap-guards", "on")
+    result.assert_outcomes(passed=3, warnings=2)
+    result.stdout.fnmatch_lines([
+        "leaks: 2 test(s) left global state changed (restored)",
+        "  test_finalizers.py::test_leaks_beside_a_fixture -> guards: declared targets 8.9 (from beside a fixture), "
+        "were none",
+        "  test_finalizers.py::test_leaks_alone -> guards: declared targets 8.9 (from alone), were none",
+    ])
+    result.stdout.no_fnmatch_line("*plain*function scope*")
+    result.stdout.no_fnmatch_line("*test_next_sees_nothing_declared ->*")
+
+
+def test_a_change_the_bodys_finalizer_puts_back_is_no_leak(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_finalizers=CLEANS_UP_IN_A_FINALIZER)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--trtcap-guards", "on",
+                                           "-W", "error::pytest_trtcap.TrtcapLeakWarning")
+    result.assert_outcomes(passed=3)
+    result.stdout.no_fnmatch_line("*leaks:*")
