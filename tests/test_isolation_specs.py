@@ -60,7 +60,7 @@ def test_a_held_module_unloaded_mid_session_is_no_longer_checked_and_is_again_on
         table_module, monkeypatch: pytest.MonkeyPatch) -> None:
     """Which specs are available is asked again only once ``sys.modules`` changed (an in-process pytester run unloads
     what it imported): a spec must neither be asked about a module that is gone nor forgotten when it is back."""
-    from pytest_trtcap.isolation import Isolation
+    from pytest_trtcap.isolation.frames import Isolation
 
     isolation = Isolation([held_state.table_spec(MODULE, "TABLE", "rule")])
     isolation.hold()

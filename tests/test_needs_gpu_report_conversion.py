@@ -5,6 +5,7 @@ end-to-end behaviour is in test_needs_gpu_outcomes.py."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,9 +19,12 @@ pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="reproduces wh
 
 
 @pytest.fixture
-def no_device(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The host as the guards see it: probed, no CUDA device."""
-    monkeypatch.setattr(guard_targets, "_host", ())  # the host seam
+def no_device() -> Iterator[None]:
+    """The host as the guards see it: probed, no CUDA device. Put back by the fixture itself, not by a
+    ``monkeypatch`` fixture ending after it (its change would be this fixture's leak)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(guard_targets, "_host", ())  # the host seam
+        yield
 
 
 def failed_call(request: pytest.FixtureRequest, fn, when: str = "call"):
@@ -67,10 +71,11 @@ def test_an_assertion_of_the_test_stays_a_failure(request, no_device):
     assert report.failed
 
 
-def test_nothing_is_converted_on_a_host_with_a_device(request, monkeypatch):
-    monkeypatch.setattr(guard_targets, "_host", ((8, 9),))  # the host seam
-    call, report = failed_call(request, needs_cuda)
-    needs_gpu.convert_test_report(report, call, request.node)
+def test_nothing_is_converted_on_a_host_with_a_device(request):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(guard_targets, "_host", ((8, 9),))  # the host seam
+        call, report = failed_call(request, needs_cuda)
+        needs_gpu.convert_test_report(report, call, request.node)
     assert report.failed
 
 
