@@ -9,6 +9,7 @@ load none of this.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections import Counter
 from collections.abc import Generator
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from .session_state import TrtcapState
 
 _HELD = pytest.StashKey[bool]()
+_BODY_STARTED = pytest.StashKey[bool]()  # its end is checked by a finalizer registered when its body started
+_ENDED = pytest.StashKey[list[str]]()  # what the test left changed, once its end was checked
 _LEAK_PROPERTY = "trtcap_leak"
 _FIXTURE_LEAK_PROPERTY = "trtcap_fixture_leak"
 _SKIP_PROPERTY = "trtcap_skip"
@@ -97,6 +100,7 @@ class SessionPlugin:
         self.current = item
         if when == "call":
             self._hold(item)
+            self._body_started(item)
         elif when == "setup":
             self.hold_at_call = item
 
@@ -111,6 +115,26 @@ class SessionPlugin:
         if self.hold_at_call is item:
             self.hold_at_call = None
             self._hold(item)
+        self._body_started(item)
+
+    def _body_started(self, item: pytest.Item) -> None:
+        """The test's end is checked by a finalizer of its own, registered now: the finalizers its body adds
+        (``request.addfinalizer``) run before it, its fixtures' ends after it. What those finalizers change is the
+        test's, what they put back is its clean-up, and no fixture or later test is blamed for either."""
+        item.stash[_BODY_STARTED] = True
+        item.addfinalizer(functools.partial(self._end_test, item))
+
+    def _end_test(self, item: pytest.Item) -> None:
+        """Release a held test (its changes are restored and kept for its teardown's report); an opted-out test's
+        changes are kept and become the baseline, before any fixture ending with it is checked."""
+        changes: list[str] = []
+        if item.stash.get(_HELD, False):
+            item.stash[_HELD] = False
+            self.held = None
+            changes = self.state.get_isolation().release()
+        elif self.state.isolation is not None:
+            self.state.isolation.adopt_outside()  # its own function-scoped fixtures keep adopting as they end
+        item.stash[_ENDED] = changes
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -177,30 +201,20 @@ class SessionPlugin:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, Any, Any]:
-        """Restore before the fixtures are torn down; report after, so no warnings filter can stop the teardown."""
-        changes: list[str] = []
+        """Check the test's end before its fixtures end (its body's finalizers first, see ``_body_started``);
+        report after them, so no warnings filter can stop the teardown."""
         self.hold_at_call = None  # woken in a setup that failed or skipped: the body never ran
-        if item.stash.get(_HELD, False):
-            item.stash[_HELD] = False
-            self.held = None
-            changes = self.state.get_isolation().release()
-        elif self.state.isolation is not None:
-            # opted out: what it changed is kept and becomes the baseline, before any fixture ending with it is
-            # checked (its own function-scoped fixtures keep adopting as they end, above)
-            self.state.isolation.adopt_outside()
-        if changes:
-            self.properties.append(item, _LEAK_PROPERTY, "; ".join(changes))
-        leaks = [(item.nodeid, changes)] if changes else []
+        if not item.stash.get(_BODY_STARTED, False):
+            self._end_test(item)
         strict = self.state.settings.strict.value
         try:
             result = yield
         except BaseException:
             self.unreported.extend(self._entry_failures())  # the teardown's own error is its test's: in the summary
-            self._flush_fixture_leaks(item, leaks)
-            for subject, what in leaks:
+            for subject, what in self._leaks_of(item):
                 report_leak(item, subject, what, strict)  # the teardown's own error is the one to show
             raise
-        self._flush_fixture_leaks(item, leaks)
+        leaks = self._leaks_of(item)
         errors = [report_leak(item, subject, what, strict) for subject, what in leaks]
         failures = self._entry_failures()
         if failures:  # a project's entry failed while this test was held or restored: its error, after the teardown
@@ -214,11 +228,22 @@ class SessionPlugin:
         isolation = self.state.isolation
         return isolation.take_failures() if isolation is not None else []
 
-    def _flush_fixture_leaks(self, item: pytest.Item, leaks: list[Any]) -> None:
+    def _leaks_of(self, item: pytest.Item) -> list[Any]:
+        """(subject, changes) of the test and of the fixtures that ended in its teardown, each attached to its
+        report. A test whose end is not checked yet (its finalizer never ran) is checked now."""
+        item.stash[_BODY_STARTED] = False
+        if _ENDED not in item.stash:
+            self._end_test(item)
+        changes = item.stash[_ENDED]
+        del item.stash[_ENDED]
+        leaks = [(item.nodeid, changes)] if changes else []
+        if changes:
+            self.properties.append(item, _LEAK_PROPERTY, "; ".join(changes))
         for subject, what in self.fixture_leaks:
             self.properties.append(item, _FIXTURE_LEAK_PROPERTY, f"{subject} -> {'; '.join(what)}")
             leaks.append((subject, what))
         self.fixture_leaks.clear()
+        return leaks
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self) -> None:

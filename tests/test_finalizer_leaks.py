@@ -77,3 +77,33 @@ def test_a_change_the_bodys_finalizer_puts_back_is_no_leak(pytester: pytest.Pyte
                                            "-W", "error::pytest_trtcap.TrtcapLeakWarning")
     result.assert_outcomes(passed=3)
     result.stdout.no_fnmatch_line("*leaks:*")
+
+
+OPTED_OUT_AND_FAILING = HEAD + '''
+
+@pytest.mark.trtcap_no_isolation
+def test_opted_out_keeps_it(request, plain):
+    request.addfinalizer(lambda: declare("opted out"))
+
+
+def test_next_sees_it_kept():
+    assert declared() == ((8, 9),)
+
+
+def test_leaks_then_a_finalizer_fails(request, plain):
+    declare("the body")
+    request.addfinalizer(lambda: 1 / 0)
+'''
+
+
+def test_an_opted_out_tests_finalizer_is_kept_and_a_failing_one_hides_no_leak(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_finalizers=OPTED_OUT_AND_FAILING)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--trtcap-guards", "on")
+    result.assert_outcomes(passed=3, errors=1, warnings=1)
+    result.stdout.fnmatch_lines([
+        "*ZeroDivisionError*",
+        "leaks: 1 test(s) left global state changed (restored)",
+        "  test_finalizers.py::test_leaks_then_a_finalizer_fails -> guards: declared targets 8.9 (from the body), "
+        "were 8.9 (from opted out)",
+    ])
+    result.stdout.no_fnmatch_line("*plain*function scope*")

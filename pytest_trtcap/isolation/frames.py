@@ -9,7 +9,8 @@ is found by the next test's check and counted as that test's.
 
 The rule, per scope:
 
-* a test is held from the start of its setup to the start of its teardown: what it leaves changed is its leak;
+* a test is held from the start of its setup until its body's own finalizers have run, before its fixtures end:
+  what it leaves changed is its leak;
 * a fixture (any scope, unittest ``setUpClass`` included) may change the state while it is alive: its changes
   become the baseline when its setup ends. When its teardown has run, the state must be as it was before its
   setup; what is not is that fixture's leak, named then and restored then;
