@@ -285,8 +285,9 @@ class Isolation:
                 else:
                     frame.before.pop(label, None)
 
-    def fixture_finished(self, fixture: Any) -> FixtureEnd | None:
-        """A fixture's teardown ended: restore what it left changed. None when it had no frame."""
+    def fixture_finished(self, fixture: Any, unchanged: bool = False) -> FixtureEnd | None:
+        """A fixture's teardown ended: restore what it left changed. None when it had no frame. ``unchanged``: no
+        code ran since the last check (its teardown had none), so an object its setup left alone is not compared."""
         index = self._frame_index(fixture)
         if index is None:
             return None
@@ -302,6 +303,8 @@ class Isolation:
                 unchecked.append(spec)
                 continue
             if before is after:  # its setup left this object alone: so must its teardown
+                if unchanged and not later:
+                    continue
                 expected = baselines.get(label, before)
             elif later and baselines.get(label) is not after:
                 changes.extend(self._revert(spec, before, after))
