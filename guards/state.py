@@ -44,7 +44,7 @@ def initial_state() -> GuardsState:
     return GuardsState(None, "", None, "", DEFAULT_SWITCH, (), None, None, ((), (), ()))
 
 
-_plain: list[Any] = [None, None]  # the last snapshot taken without fired counts, and what it was taken from
+_plain: list[Any] = [None, None, {}]  # the last snapshot taken without fired counts, what it was taken from
 
 
 def state_snapshot(*, fired: bool = True) -> GuardsState:
@@ -54,8 +54,8 @@ def state_snapshot(*, fired: bool = True) -> GuardsState:
     s = STATE
     taken_from = None if fired else (
         s.targets, s.targets_origin, s.backend, s.backend_origin, s.builder_switch, s.host, s.probed,
-        tuple(s.neutralized.items()), tuple(live.handles for live in _live_handles()))
-    if taken_from is not None and _plain[1] == taken_from:
+        s.live_targets.handles, s.live_backend.handles, s.live_switches.handles)
+    if taken_from is not None and _plain[1] == taken_from and dict.__eq__(_plain[2], s.neutralized):
         return _plain[0]
     snapshot = GuardsState(  # an origin means nothing without a value: a cleared declaration equals any other
         s.targets, s.targets_origin if s.targets is not None else "",
@@ -64,7 +64,7 @@ def state_snapshot(*, fired: bool = True) -> GuardsState:
         tuple(live.handles for live in _live_handles()),
     )
     if taken_from is not None:
-        _plain[:] = snapshot, taken_from
+        _plain[:] = snapshot, taken_from, dict(s.neutralized)
     return snapshot
 
 

@@ -186,3 +186,31 @@ def test_each_in_place_edit_of_a_held_dict_is_seen_where_no_version_can_be_read(
     assert held_registry.same_dict(live, copy, seen)
     assert held_registry.same_dict(live, copy, seen) and copy.compared == 2
     _each_in_place_edit_is_seen(live, copy, seen)
+
+
+def test_every_edit_of_the_real_registry_is_seen_after_clean_checks(aten_converters) -> None:
+    """Clean checks put every registry dict's version and lists together (one read, one comparison); each kind of
+    edit made after them is still seen, and once restored the registry checks clean again."""
+    candidates = aten_converters[KNOWN]
+    several = next(v for v in aten_converters.values() if isinstance(v, list) and len(v) >= 2)
+    other = object()
+    edits = [
+        (lambda: candidates.append(other), lambda: candidates.remove(other)),
+        (lambda: several.insert(0, several.pop()), lambda: several.append(several.pop(0))),
+        (lambda: candidates.__setitem__(0, other), None),
+        (lambda: aten_converters.__setitem__(NEW, []), lambda: aten_converters.pop(NEW)),
+        (lambda: aten_converters.pop(KNOWN), lambda: aten_converters.__setitem__(KNOWN, candidates)),
+    ]
+    for number, (edit, undo) in enumerate(edits):
+        snap = held_registry.registry_snapshot()
+        for _ in range(3):
+            assert not held_registry.registry_changed(snap)
+        edit()
+        assert held_registry.registry_changed(snap), number
+        assert held_registry.registry_changed(snap), number  # still, on a second look
+        if undo is None:
+            held_registry.registry_restore(snap)
+        else:
+            undo()
+        assert not held_registry.registry_changed(snap), number
+        assert not held_registry.registry_changed(snap), number

@@ -8,6 +8,7 @@ found where the guards find it (``trtcap_guards.live_registry``); a spec is acti
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import sys
 from collections import Counter
@@ -143,6 +144,16 @@ def same_dict(d: dict, copy: dict, seen: list[Seen | None]) -> bool:
 # --- converter registry: the list of registry dicts, each dict, each target's list of candidates ------------
 
 
+class AllSeen(NamedTuple):
+    """Every registry dict as last found equal to its copy (``same_dict``), put together: one read of their
+    versions and one comparison of all their lists of candidates answer a clean check."""
+
+    views: tuple
+    versions: tuple
+    values: tuple
+    copies: tuple
+
+
 class RegistrySnapshot(NamedTuple):
     registries: list  # the registry's own list object
     entries: list  # its elements (dicts), by identity
@@ -150,6 +161,10 @@ class RegistrySnapshot(NamedTuple):
     conventions: list
     dicts: tuple[tuple[dict, dict, dict], ...]  # (dict, its values by identity, its lists' contents)
     seen: tuple[list[Seen | None], ...] = ()  # per dict: where it was last found equal (``same_dict``)
+    all_seen: list[AllSeen | None] | None = None  # every dict's ``seen``, put together once all are found equal
+
+
+_VERSION = operator.attrgetter("value")
 
 
 def _registry() -> Any:
@@ -164,21 +179,27 @@ def registry_snapshot() -> RegistrySnapshot:
     dicts = tuple((d, dict(d), {k: list(v) if isinstance(v, list) else v for k, v in d.items()})
                   for d in reg.registries if isinstance(d, dict))
     return RegistrySnapshot(reg.registries, list(reg.registries), list(reg.registry_names),
-                            list(reg.registry_calling_conventions), dicts, tuple([None] for _ in dicts))
+                            list(reg.registry_calling_conventions), dicts, tuple([None] for _ in dicts), [None])
 
 
 def registry_changed(snap: RegistrySnapshot) -> bool:
     reg = _registry()
     now = reg.registries
-    if now is not snap.registries or len(now) != len(snap.entries):
+    if now is not snap.registries or len(now) != len(snap.entries) or not all(map(operator.is_, now, snap.entries)):
         return True
-    for element, held in zip(now, snap.entries):
-        if element is not held:
-            return True
+    if reg.registry_names != snap.names or reg.registry_calling_conventions != snap.conventions:
+        return True
+    every = snap.all_seen[0] if snap.all_seen else None
+    if every is not None and tuple(map(_VERSION, every.views)) == every.versions:
+        return every.values != every.copies
     for (d, _, contents), seen in zip(snap.dicts, snap.seen):
         if not same_dict(d, contents, seen):
             return True
-    return reg.registry_names != snap.names or reg.registry_calling_conventions != snap.conventions
+    if snap.all_seen is not None and all(seen[0] is not None for seen in snap.seen):
+        found = [seen[0] for seen in snap.seen if seen[0] is not None]
+        snap.all_seen[0] = AllSeen(tuple(f.version_now for f in found), tuple(f.version for f in found),
+                                   sum((f.values for f in found), ()), sum((f.copies for f in found), ()))
+    return False
 
 
 def registry_restore(snap: RegistrySnapshot) -> None:
