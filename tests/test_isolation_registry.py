@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from pytest_trtcap.isolation import held_registry
+from pytest_trtcap.isolation import compare, held_registry
 
 # registry_guard puts the registry back whatever happens; the plugin's own isolation would hide a failed restore
 pytestmark = [pytest.mark.trtcap_no_isolation, pytest.mark.usefixtures("registry_guard")]
@@ -158,33 +158,33 @@ def _in_place_edits(live: dict) -> list:
 def _each_in_place_edit_is_seen(live: dict, copy: dict, seen: list) -> None:
     for edit, undo in _in_place_edits(live):
         edit()
-        assert not held_registry.same_dict(live, copy, seen), edit
-        assert not held_registry.same_dict(live, copy, seen), edit  # still, on a second look
+        assert not compare.same_dict(live, copy, seen), edit
+        assert not compare.same_dict(live, copy, seen), edit  # still, on a second look
         undo()
-        assert held_registry.same_dict(live, copy, seen), undo
+        assert compare.same_dict(live, copy, seen), undo
 
 
 @pytest.mark.skipif(sys.implementation.name != "cpython" or sys.version_info >= (3, 14),
                     reason="a dict's version (PEP 509) is kept by CPython 3.10 to 3.13 only")
 def test_a_held_dict_found_equal_is_not_walked_again_until_it_changes() -> None:
     live, copy, seen = _table()
-    assert held_registry.same_dict(live, copy, seen) and copy.compared == 1
+    assert compare.same_dict(live, copy, seen) and copy.compared == 1
     for _ in range(3):
-        assert held_registry.same_dict(live, copy, seen)
+        assert compare.same_dict(live, copy, seen)
     assert copy.compared == 1
     live["k2"] = live["k2"]  # the same object put back: no change
-    assert held_registry.same_dict(live, copy, seen) and copy.compared == 1
+    assert compare.same_dict(live, copy, seen) and copy.compared == 1
     live["candidates"][1] = object()  # a list inside, edited in place: seen without a full comparison
-    assert not held_registry.same_dict(live, copy, seen) and copy.compared == 1
+    assert not compare.same_dict(live, copy, seen) and copy.compared == 1
     _each_in_place_edit_is_seen(*_table())
 
 
 def test_each_in_place_edit_of_a_held_dict_is_seen_where_no_version_can_be_read(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(held_registry, "_version_offset", lambda: None)
+    monkeypatch.setattr(compare, "_version_offset", lambda: None)
     live, copy, seen = _table()
-    assert held_registry.same_dict(live, copy, seen)
-    assert held_registry.same_dict(live, copy, seen) and copy.compared == 2
+    assert compare.same_dict(live, copy, seen)
+    assert compare.same_dict(live, copy, seen) and copy.compared == 2
     _each_in_place_edit_is_seen(live, copy, seen)
 
 

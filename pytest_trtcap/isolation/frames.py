@@ -137,7 +137,7 @@ class Isolation:
         # checked by its frame, so the next test's hold need not compare again (one comparison per clean test).
         self.settled = False
         self.reported: list[int] = []  # id() of the specs whose failure was taken
-        from .held_registry import version_view
+        from .compare import version_view
 
         self._modules, self._modules_version = sys.modules, version_view(sys.modules)  # moves as modules come or go
         self._live_at: tuple[int | None, int] = (None, 0)

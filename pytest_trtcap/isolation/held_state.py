@@ -18,8 +18,9 @@ from trtcap_guards import restore_state, state_snapshot
 from trtcap_guards.tooling import INTERPRETER_MODULE, POPULATE, describe_changes, is_builder_wrapper
 
 from . import held_registry as reg
+from .compare import multiset_missing, name_of, revert_list, same_dict
 from .frames import StateSpec
-from .held_registry import REGISTRY_MODULE, name_of
+from .held_registry import REGISTRY_MODULE
 
 ATOMIC_MODULE = "torch_tensorrt.dynamo.partitioning._atomic_subgraphs"
 PASSES_MODULE = "torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass"
@@ -86,7 +87,7 @@ def _atomic_revert(before: tuple[list, list], after: tuple[list, list]) -> list[
     live = module.ATOMIC_SUBGRAPHS
     if not isinstance(live, list):
         return []
-    done = reg.revert_list(live, before[1], after[1])
+    done = revert_list(live, before[1], after[1])
     if done.taken_out or done.put_back:
         _clear_traced(module)
     return ([f"added ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for _, e in done.taken_out]
@@ -123,14 +124,14 @@ def pass_manager_spec(manager: str, label: str, noun: str) -> StateSpec:
 
     def describe(snap: tuple[list, list]) -> list[str]:
         now = list(pm().passes)
-        return lines(reg.multiset_missing(now, snap[1]), reg.multiset_missing(snap[1], now)) or [
+        return lines(multiset_missing(now, snap[1]), multiset_missing(snap[1], now)) or [
             f"{manager} passes reordered"]
 
     def revert(before: tuple[list, list], after: tuple[list, list]) -> list[str]:
         live = pm().passes
         if not isinstance(live, list):
             return []
-        return lines(*reg.revert_list(live, before[1], after[1]))
+        return lines(*revert_list(live, before[1], after[1]))
 
     return StateSpec(label, snapshot, restore, changed, describe, available=_loaded(PASSES_MODULE), revert=revert)
 
@@ -153,7 +154,7 @@ def table_spec(module_name: str, table: str, noun: str) -> StateSpec:
 
     def changed(snap: tuple[dict, dict, list]) -> bool:
         d = getattr(sys.modules[module_name], table)  # (``module()``, without a call: asked at every check)
-        return d is not snap[0] or not reg.same_dict(d, snap[1], snap[2])
+        return d is not snap[0] or not same_dict(d, snap[1], snap[2])
 
     def restore(snap: tuple[dict, dict]) -> None:
         snap[0].clear()
