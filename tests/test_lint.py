@@ -18,14 +18,21 @@ def test_ruff_check_passes_on_the_tree():
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 
-def test_mypy_passes_on_both_packages_with_check_untyped_defs(tmp_path):
+def test_mypy_passes_on_both_packages_with_check_untyped_defs():
     """Type-checked as installed: ``guards/`` is the package ``trtcap_guards``, so both are checked through links
-    named as they import (the configuration in pyproject.toml applies)."""
-    (tmp_path / "trtcap_guards").symlink_to(ROOT / "guards", target_is_directory=True)
-    (tmp_path / "pytest_trtcap").symlink_to(ROOT / "pytest_trtcap", target_is_directory=True)
+    named as they import (the configuration in pyproject.toml applies). The links and mypy's cache stay in the
+    checkout's ``.mypy_cache`` (git-ignored), so a second run re-checks only what changed, as mypy does anywhere."""
+    links = ROOT / ".mypy_cache" / "trtcap-links"
+    links.mkdir(parents=True, exist_ok=True)
+    for name, target in (("trtcap_guards", ROOT / "guards"), ("pytest_trtcap", ROOT / "pytest_trtcap")):
+        link = links / name
+        if not (link.is_symlink() and link.resolve() == target.resolve()):
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(target, target_is_directory=True)
     done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-                           "--cache-dir", str(tmp_path / ".mypy_cache"), "-p", "trtcap_guards", "-p", "pytest_trtcap"],
-                          cwd=tmp_path, capture_output=True, text=True)
+                           "--cache-dir", str(ROOT / ".mypy_cache" / "trtcap-test"), "-p", "trtcap_guards", "-p",
+                           "pytest_trtcap"], cwd=links, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "Success: no issues found" in done.stdout
 
