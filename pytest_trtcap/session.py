@@ -110,10 +110,27 @@ def activate(state: TrtcapState) -> SessionPlugin:
     if state.session is None:
         state.session = SessionPlugin(state)
         state.config.pluginmanager.register(state.session, "trtcap-session")
+        if state.settings.needs_gpu.value == "skip":
+            state.config.pluginmanager.register(NeedsGpuReports(), "trtcap-needs-gpu-reports")
         running = state.running_test()
         if running is not None:
             state.session.join(running.item, running.when)
     return state.session
+
+
+class NeedsGpuReports:
+    """``--trtcap-needs-gpu skip``: a test's failure that needs a GPU becomes a skip. Registered only then, so a
+    session without it pays nothing as each report is made."""
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
+        """Outermost, so it sees the report unittest and xfail handling made."""
+        report = yield
+        if report.failed:
+            from . import needs_gpu
+
+            needs_gpu.convert_test_report(report, call, item)
+        return report
 
 
 class SessionPlugin:
@@ -239,17 +256,6 @@ class SessionPlugin:
             self.fixture_leaks.append((subject, end.changes))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
-        """Outermost, so it sees the report unittest and xfail handling made: a failure that needs a GPU skips."""
-        report = yield
-        attach(item, report)  # the plugin's entries, apart from the project's user_properties
-        if report.failed and self.state.settings.needs_gpu.value == "skip":
-            from . import needs_gpu
-
-            needs_gpu.convert_test_report(report, call, item)
-        return report
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, Any, Any]:
         """Check the test's end before its fixtures end (its body's finalizers first, see ``_body_started``);
         report after them, so no warnings filter can stop the teardown."""
@@ -331,7 +337,13 @@ class SessionPlugin:
 
             check_neutralized_after_collection(neutralize.value, neutralize.source)
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """First, so every reader (an xdist worker sending it on included) finds the plugin's entries on a report
+        of the test this process runs: attached as it is logged, right after it was made."""
+        current = self.current
+        if current is not None and report.nodeid == current.nodeid:
+            attach(current, report)  # the plugin's entries, apart from the project's user_properties
         self._count_needs_gpu(report)
         if not getattr(report, ATTRIBUTE, None):  # most reports carry none of the plugin's entries
             return
