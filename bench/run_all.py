@@ -154,7 +154,7 @@ def link_counts(results: list[Result]) -> None:
     """Give each wall-time plugin-load figure its instruction count, which its verdict then heeds."""
     by_name = {r.name: r for r in results}
     for wall, counted in COUNTED.items():
-        if wall in by_name and counted in by_name:
+        if wall in by_name and counted in by_name and by_name[counted].unit == "M instructions":
             by_name[wall].counted = by_name[counted].ratio
 
 
