@@ -107,3 +107,39 @@ def test_an_opted_out_tests_finalizer_is_kept_and_a_failing_one_hides_no_leak(py
         "were 8.9 (from opted out)",
     ])
     result.stdout.no_fnmatch_line("*plain*function scope*")
+
+
+REQUESTED_IN_THE_BODY = HEAD + '''
+
+@pytest.fixture
+def declares_for_a_while():
+    before = guards.state_snapshot(fired=False)
+    guards.declare_targets("7.5", origin="the fixture")
+    yield
+    guards.restore_state(before)
+
+
+def test_requests_then_leaks(request):
+    request.getfixturevalue("plain")
+    declare("after the request")
+
+
+def test_requests_a_fixture_that_cleans_up(request):
+    request.getfixturevalue("declares_for_a_while")
+    assert declared() == ((7, 5),)
+
+
+def test_next_sees_nothing_declared():
+    assert declared() is None
+'''
+
+
+def test_a_fixture_the_body_requests_is_not_blamed_for_the_bodys_change(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_finalizers=REQUESTED_IN_THE_BODY)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--trtcap-guards", "on")
+    result.assert_outcomes(passed=3, warnings=1)
+    result.stdout.fnmatch_lines([
+        "leaks: 1 test(s) left global state changed (restored)",
+        "  test_finalizers.py::test_requests_then_leaks -> guards: declared targets 8.9 (from after the request), "
+        "were none",
+    ])
