@@ -186,7 +186,10 @@ class SessionPlugin:
 
     def _end_test(self, item: pytest.Item) -> None:
         """Release a held test (its changes are restored and kept for its teardown's report); an opted-out test's
-        changes are kept and become the baseline, before any fixture ending with it is checked."""
+        changes are kept and become the baseline, before any fixture ending with it is checked. Once per test: the
+        first of its own finalizer and the start of a fixture's teardown that its body requested."""
+        if _ENDED in item.stash or item is not self.current:
+            return
         changes: list[str] = []
         if item.stash.get(_HELD, False):
             item.stash[_HELD] = False
@@ -236,6 +239,10 @@ class SessionPlugin:
             return (yield)
         finally:
             isolation.fixture_set_up(fixturedef)
+            if fixturedef.scope == "function" and item.stash.get(_BODY_STARTED, False):
+                # requested by the body (``getfixturevalue``): it ends before the test's own finalizer, so the
+                # test's end is checked first thing in its teardown, before its code runs
+                fixturedef.addfinalizer(functools.partial(self._end_test, item))
 
     def pytest_fixture_post_finalizer(self, fixturedef: Any) -> None:
         """Its teardown has run: what the fixture left changed is its leak, restored now, reported in teardown."""
@@ -290,8 +297,9 @@ class SessionPlugin:
         item.stash[_BODY_STARTED] = False
         if _ENDED not in item.stash:
             self._end_test(item)
-        changes = item.stash[_ENDED]
-        del item.stash[_ENDED]
+        changes = item.stash.get(_ENDED, [])
+        if _ENDED in item.stash:
+            del item.stash[_ENDED]
         if _NODE_FINALIZERS in item.stash:
             del item.stash[_NODE_FINALIZERS]
         leaks = [(item.nodeid, changes)] if changes else []
