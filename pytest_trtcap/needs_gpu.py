@@ -44,7 +44,7 @@ import re
 import sys
 import sysconfig
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -380,3 +380,16 @@ def header_text(mode: str, sourced: str) -> str:
         return (f"skip ({sourced}; where no CUDA device exists, a failure that needs one is skipped; "
                 "host probed at the first such failure)")
     return f"skip ({sourced}; no CUDA device: a failure that needs one is skipped)"
+
+
+class NeedsGpuReports:
+    """``--trtcap-needs-gpu skip``: a test's failure that needs a GPU becomes a skip. Registered only then, so a
+    session without it pays nothing as each report is made."""
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
+        """Outermost, so it sees the report unittest and xfail handling made."""
+        report = yield
+        if report.failed:
+            convert_test_report(report, call, item)
+        return report

@@ -21,6 +21,7 @@ import trtcap_guards as guards
 
 from . import markers
 from .escaping import one_line
+from .isolation.frames import node_finalizers, quiet_ends
 from .isolation.leaks import fixture_subject, report_leak
 from .report import ATTRIBUTE, OwnProperties, attach, summary_lines
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 _HELD = pytest.StashKey[bool]()
 _BODY_STARTED = pytest.StashKey[bool]()  # its end is checked by a finalizer registered when its body started
 _ENDED = pytest.StashKey[list[str]]()  # what the test left changed, once its end was checked
-_NODE_FINALIZERS = pytest.StashKey[list[Any]]()  # pytest's list of the test's node finalizers (``_quiet_ends``)
+_NODE_FINALIZERS = pytest.StashKey[list[Any]]()  # pytest's list of the test's node finalizers (``quiet_ends``)
 _LEAK_PROPERTY = "trtcap_leak"
 _FIXTURE_LEAK_PROPERTY = "trtcap_fixture_leak"
 _SKIP_PROPERTY = "trtcap_skip"
@@ -65,72 +66,19 @@ def _pytests_own_argument(fixturedef: Any) -> bool:
         getattr(func, "__module__", "")).startswith("_pytest.")
 
 
-def _pytests_own(finalizer: Any, finish: Any) -> bool:
-    """One of pytest's own finalizers on a fixture: ending a fixture that depends on it (checked at its own end),
-    or calling ``pytest_fixture_post_finalizer`` (where its end is checked)."""
-    if isinstance(finalizer, functools.partial):
-        return getattr(finalizer.func, "__func__", None) is finish
-    return (getattr(finalizer, "__module__", None) == "_pytest.fixtures"
-            and getattr(finalizer, "__qualname__", None) == "FixtureDef.execute.<locals>.<lambda>")
-
-
-def _node_finalizers(item: pytest.Item) -> list[Any]:
-    """The list pytest runs the test's node finalizers from (taken when its body starts; the teardown pops it), or
-    an empty one where pytest keeps them in another way."""
-    stack = getattr(getattr(item.session, "_setupstate", None), "stack", None)
-    entry = stack.get(item) if isinstance(stack, dict) else None
-    return entry[0] if isinstance(entry, tuple) and entry and isinstance(entry[0], list) else []
-
-
-def _quiet_ends(finalizers: list[Any], framed: set[int]) -> set[int]:
-    """id() of the fixtures whose end needs no comparison: called when the test's own check has run, it reads the
-    finalizers left on the test's node in the order they will run; a fixture whose own finalizers are all pytest's
-    (no ``yield``, no ``addfinalizer``) runs no code when it ends, so while nothing else ran since the last check
-    the state is still the checked one. Any other finalizer ends that run. Where pytest keeps them in another way,
-    every fixture's end is compared."""
-    from _pytest.fixtures import FixtureDef
-
-    quiet: set[int] = set()
-    fresh = True
-    for finalizer in reversed(finalizers):
-        fixture = getattr(getattr(finalizer, "func", None), "__self__", None)
-        if not (_pytests_own(finalizer, FixtureDef.finish) and isinstance(fixture, FixtureDef)):
-            fresh = False  # the project's code: whatever it changes is found at the next fixture's end
-            continue
-        own = getattr(fixture, "_finalizers", None)
-        if fresh and isinstance(own, list) and all(_pytests_own(f, FixtureDef.finish) for f in own):
-            quiet.add(id(fixture))
-        else:
-            fresh = id(fixture) in framed  # its end is compared after its code ran
-    return quiet
-
-
 def activate(state: TrtcapState) -> SessionPlugin:
     """Register the session's per-session hooks (once). A test already running joins in the phase it is in."""
     if state.session is None:
         state.session = SessionPlugin(state)
         state.config.pluginmanager.register(state.session, "trtcap-session")
         if state.settings.needs_gpu.value == "skip":
+            from .needs_gpu import NeedsGpuReports
+
             state.config.pluginmanager.register(NeedsGpuReports(), "trtcap-needs-gpu-reports")
         running = state.running_test()
         if running is not None:
             state.session.join(running.item, running.when)
     return state.session
-
-
-class NeedsGpuReports:
-    """``--trtcap-needs-gpu skip``: a test's failure that needs a GPU becomes a skip. Registered only then, so a
-    session without it pays nothing as each report is made."""
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
-        """Outermost, so it sees the report unittest and xfail handling made."""
-        report = yield
-        if report.failed:
-            from . import needs_gpu
-
-            needs_gpu.convert_test_report(report, call, item)
-        return report
 
 
 class SessionPlugin:
@@ -149,7 +97,7 @@ class SessionPlugin:
         self.late_target_hook: str | None = None  # a targets hook found while collecting: the usage error
         self.properties = OwnProperties()  # what this plugin attached to the reports
         self.unreported: list[str] = []  # project entries' errors no test could be failed with: for the summary
-        self.quiet: set[int] = set()  # id() of fixtures whose end needs no comparison (``_quiet_ends``)
+        self.quiet: set[int] = set()  # id() of fixtures whose end needs no comparison (``quiet_ends``)
 
     def join(self, item: pytest.Item, when: str) -> None:
         """Registered while ``item`` runs (the session had been dormant). In its body, hold now: nothing held was
@@ -182,7 +130,7 @@ class SessionPlugin:
         test's, what they put back is its clean-up, and no fixture or later test is blamed for either."""
         item.stash[_BODY_STARTED] = True
         item.addfinalizer(functools.partial(self._end_test, item))
-        item.stash[_NODE_FINALIZERS] = _node_finalizers(item)
+        item.stash[_NODE_FINALIZERS] = node_finalizers(item)
 
     def _end_test(self, item: pytest.Item) -> None:
         """Release a held test (its changes are restored and kept for its teardown's report); an opted-out test's
@@ -197,7 +145,7 @@ class SessionPlugin:
             isolation = self.state.get_isolation()
             changes = isolation.release()
             finalizers = item.stash.get(_NODE_FINALIZERS, [])
-            self.quiet = _quiet_ends(finalizers, {id(frame.fixture) for frame in isolation.frames})
+            self.quiet = quiet_ends(finalizers, {id(frame.fixture) for frame in isolation.frames})
         elif self.state.isolation is not None:
             self.state.isolation.adopt_outside()  # its own function-scoped fixtures keep adopting as they end
         item.stash[_ENDED] = changes

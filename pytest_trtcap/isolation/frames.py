@@ -30,6 +30,7 @@ The rule, per scope:
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -331,3 +332,46 @@ class Isolation:
         if lines:
             self.baselines[spec.label] = spec.snapshot()
         return lines
+
+
+# --- which fixture ends need no comparison (read from pytest's finalizers) ----------------------------------
+
+
+def _pytests_own(finalizer: Any, finish: Any) -> bool:
+    """One of pytest's own finalizers on a fixture: ending a fixture that depends on it (checked at its own end),
+    or calling ``pytest_fixture_post_finalizer`` (where its end is checked)."""
+    if isinstance(finalizer, functools.partial):
+        return getattr(finalizer.func, "__func__", None) is finish
+    return (getattr(finalizer, "__module__", None) == "_pytest.fixtures"
+            and getattr(finalizer, "__qualname__", None) == "FixtureDef.execute.<locals>.<lambda>")
+
+
+def node_finalizers(item: Any) -> list[Any]:
+    """The list pytest runs the test's node finalizers from (taken when its body starts; the teardown pops it), or
+    an empty one where pytest keeps them in another way."""
+    stack = getattr(getattr(item.session, "_setupstate", None), "stack", None)
+    entry = stack.get(item) if isinstance(stack, dict) else None
+    return entry[0] if isinstance(entry, tuple) and entry and isinstance(entry[0], list) else []
+
+
+def quiet_ends(finalizers: list[Any], framed: set[int]) -> set[int]:
+    """id() of the fixtures whose end needs no comparison: called when the test's own check has run, it reads the
+    finalizers left on the test's node in the order they will run; a fixture whose own finalizers are all pytest's
+    (no ``yield``, no ``addfinalizer``) runs no code when it ends, so while nothing else ran since the last check
+    the state is still the checked one. Any other finalizer ends that run. Where pytest keeps them in another way,
+    every fixture's end is compared."""
+    from _pytest.fixtures import FixtureDef
+
+    quiet: set[int] = set()
+    fresh = True
+    for finalizer in reversed(finalizers):
+        fixture = getattr(getattr(finalizer, "func", None), "__self__", None)
+        if not (_pytests_own(finalizer, FixtureDef.finish) and isinstance(fixture, FixtureDef)):
+            fresh = False  # the project's code: whatever it changes is found at the next fixture's end
+            continue
+        own = getattr(fixture, "_finalizers", None)
+        if fresh and isinstance(own, list) and all(_pytests_own(f, FixtureDef.finish) for f in own):
+            quiet.add(id(fixture))
+        else:
+            fresh = id(fixture) in framed  # its end is compared after its code ran
+    return quiet
