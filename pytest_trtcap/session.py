@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 _HELD = pytest.StashKey[bool]()
 _BODY_STARTED = pytest.StashKey[bool]()  # its end is checked by a finalizer registered when its body started
 _ENDED = pytest.StashKey[list[str]]()  # what the test left changed, once its end was checked
+# checked at the teardown of a fixture its body requested: whether it was held then (checked again, ``_end_test``)
+_ENDED_EARLY = pytest.StashKey[bool]()
 _NODE_FINALIZERS = pytest.StashKey[list[Any]]()  # pytest's list of the test's node finalizers (``_quiet_ends``)
 _LEAK_PROPERTY = "trtcap_leak"
 _FIXTURE_LEAK_PROPERTY = "trtcap_fixture_leak"
@@ -184,12 +186,20 @@ class SessionPlugin:
         item.addfinalizer(functools.partial(self._end_test, item))
         item.stash[_NODE_FINALIZERS] = _node_finalizers(item)
 
-    def _end_test(self, item: pytest.Item) -> None:
+    def _end_test(self, item: pytest.Item, early: bool = False) -> None:
         """Release a held test (its changes are restored and kept for its teardown's report); an opted-out test's
         changes are kept and become the baseline, before any fixture ending with it is checked. Once per test: the
-        first of its own finalizer and the start of a fixture's teardown that its body requested."""
-        if _ENDED in item.stash or item is not self.current:
+        first of its own finalizer and the start of a fixture's teardown that its body requested (``early``); after
+        an early check its own finalizer checks again, since a finalizer its body added before that request runs
+        after that fixture's teardown."""
+        if item is not self.current:
             return
+        if _ENDED in item.stash:
+            if not early and _ENDED_EARLY in item.stash:
+                self._end_again(item, item.stash[_ENDED_EARLY])
+            return
+        if early:
+            item.stash[_ENDED_EARLY] = item.stash.get(_HELD, False)
         changes: list[str] = []
         if item.stash.get(_HELD, False):
             item.stash[_HELD] = False
@@ -201,6 +211,15 @@ class SessionPlugin:
         elif self.state.isolation is not None:
             self.state.isolation.adopt_outside()  # its own function-scoped fixtures keep adopting as they end
         item.stash[_ENDED] = changes
+
+    def _end_again(self, item: pytest.Item, held: bool) -> None:
+        """The test's own finalizer after an early check: what the body's finalizers that ran since changed."""
+        del item.stash[_ENDED_EARLY]
+        isolation = self.state.get_isolation()
+        if held:
+            item.stash[_ENDED].extend(isolation.release())
+        else:
+            isolation.adopt_outside()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -242,7 +261,7 @@ class SessionPlugin:
             if fixturedef.scope == "function" and item.stash.get(_BODY_STARTED, False):
                 # requested by the body (``getfixturevalue``): it ends before the test's own finalizer, so the
                 # test's end is checked first thing in its teardown, before its code runs
-                fixturedef.addfinalizer(functools.partial(self._end_test, item))
+                fixturedef.addfinalizer(functools.partial(self._end_test, item, True))
 
     def pytest_fixture_post_finalizer(self, fixturedef: Any) -> None:
         """Its teardown has run: what the fixture left changed is its leak, restored now, reported in teardown."""
@@ -298,8 +317,9 @@ class SessionPlugin:
         if _ENDED not in item.stash:
             self._end_test(item)
         changes = item.stash.get(_ENDED, [])
-        if _ENDED in item.stash:
-            del item.stash[_ENDED]
+        for key in (_ENDED, _ENDED_EARLY):
+            if key in item.stash:
+                del item.stash[key]
         if _NODE_FINALIZERS in item.stash:
             del item.stash[_NODE_FINALIZERS]
         leaks = [(item.nodeid, changes)] if changes else []
