@@ -172,3 +172,29 @@ def test_a_finalizer_the_body_added_before_requesting_a_fixture_is_still_the_tes
         "(from a finalizer added first), were none",
     ])
     result.stdout.no_fnmatch_line("*with_teardown*function scope*")
+
+
+CLEANS_UP_THROUGH_THE_NODE = HEAD + '''
+
+@pytest.fixture
+def declares_until_the_node_ends(request):
+    before = guards.state_snapshot(fired=False)
+    declare("the fixture")
+    request.node.addfinalizer(lambda: guards.restore_state(before))
+
+
+def test_uses_it(declares_until_the_node_ends):
+    assert declared() == ((8, 9),)
+
+
+def test_next_sees_nothing_declared():
+    assert declared() is None
+'''
+
+
+def test_a_fixture_that_puts_its_change_back_in_a_node_finalizer_is_no_leak(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_finalizers=CLEANS_UP_THROUGH_THE_NODE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--trtcap-guards", "on",
+                                           "-W", "error::pytest_trtcap.TrtcapLeakWarning")
+    result.assert_outcomes(passed=2)
+    result.stdout.no_fnmatch_line("*leaks:*")
