@@ -161,7 +161,7 @@ class SessionPlugin:
         self.current = item
         if when == "call":
             self._hold(item)
-            self._body_started(item)
+            self._body_started(item, woken=True)
         elif when == "setup":
             self.hold_at_call = item
 
@@ -178,13 +178,21 @@ class SessionPlugin:
             self._hold(item)
         self._body_started(item)
 
-    def _body_started(self, item: pytest.Item) -> None:
+    def _body_started(self, item: pytest.Item, woken: bool = False) -> None:
         """The test's end is checked by a finalizer of its own, registered now: the finalizers its body adds
         (``request.addfinalizer``) run before it, its fixtures' ends after it. What those finalizers change is the
-        test's, what they put back is its clean-up, and no fixture or later test is blamed for either."""
+        test's, what they put back is its clean-up, and no fixture or later test is blamed for either. ``woken``
+        mid-body: placed after its last fixture's end, before the finalizers the body added until then."""
         item.stash[_BODY_STARTED] = True
-        item.addfinalizer(functools.partial(self._end_test, item))
-        item.stash[_NODE_FINALIZERS] = _node_finalizers(item)
+        end = functools.partial(self._end_test, item)
+        finalizers = item.stash[_NODE_FINALIZERS] = _node_finalizers(item)
+        if woken and finalizers:
+            from _pytest.fixtures import FixtureDef
+
+            ends = [i for i, f in enumerate(finalizers) if _pytests_own(f, FixtureDef.finish)]
+            finalizers.insert(ends[-1] + 1 if ends else 1, end)
+        else:
+            item.addfinalizer(end)
 
     def _end_test(self, item: pytest.Item, early: bool = False) -> None:
         """Release a held test (its changes are restored and kept for its teardown's report); an opted-out test's
