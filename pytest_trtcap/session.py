@@ -325,9 +325,10 @@ class SessionPlugin:
         if _ENDED not in item.stash:
             self._end_test(item)
         changes = item.stash.get(_ENDED, [])
-        for key in (_ENDED, _ENDED_EARLY):
-            if key in item.stash:
-                del item.stash[key]
+        if _ENDED in item.stash:
+            del item.stash[_ENDED]
+        if _ENDED_EARLY in item.stash:
+            del item.stash[_ENDED_EARLY]
         if _NODE_FINALIZERS in item.stash:
             del item.stash[_NODE_FINALIZERS]
         leaks = [(item.nodeid, changes)] if changes else []
