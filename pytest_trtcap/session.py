@@ -21,7 +21,7 @@ import trtcap_guards as guards
 
 from . import markers
 from .escaping import one_line
-from .isolation.frames import node_finalizers, quiet_ends
+from .isolation.frames import after_fixture_ends, node_finalizers, quiet_ends
 from .isolation.leaks import fixture_subject, report_leak
 from .report import ATTRIBUTE, OwnProperties, attach, summary_lines
 
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 _HELD = pytest.StashKey[bool]()
 _BODY_STARTED = pytest.StashKey[bool]()  # its end is checked by a finalizer registered when its body started
 _ENDED = pytest.StashKey[list[str]]()  # what the test left changed, once its end was checked
+# checked at the teardown of a fixture its body requested: whether it was held then (checked again, ``_end_test``)
+_ENDED_EARLY = pytest.StashKey[bool]()
 _NODE_FINALIZERS = pytest.StashKey[list[Any]]()  # pytest's list of the test's node finalizers (``quiet_ends``)
 _LEAK_PROPERTY = "trtcap_leak"
 _FIXTURE_LEAK_PROPERTY = "trtcap_fixture_leak"
@@ -107,7 +109,7 @@ class SessionPlugin:
         self.current = item
         if when == "call":
             self._hold(item)
-            self._body_started(item)
+            self._body_started(item, woken=True)
         elif when == "setup":
             self.hold_at_call = item
 
@@ -124,20 +126,33 @@ class SessionPlugin:
             self._hold(item)
         self._body_started(item)
 
-    def _body_started(self, item: pytest.Item) -> None:
+    def _body_started(self, item: pytest.Item, woken: bool = False) -> None:
         """The test's end is checked by a finalizer of its own, registered now: the finalizers its body adds
         (``request.addfinalizer``) run before it, its fixtures' ends after it. What those finalizers change is the
-        test's, what they put back is its clean-up, and no fixture or later test is blamed for either."""
+        test's, what they put back is its clean-up, and no fixture or later test is blamed for either. ``woken``
+        mid-body: placed after its last fixture's end, before the finalizers the body added until then."""
         item.stash[_BODY_STARTED] = True
-        item.addfinalizer(functools.partial(self._end_test, item))
-        item.stash[_NODE_FINALIZERS] = node_finalizers(item)
+        end = functools.partial(self._end_test, item)
+        finalizers = item.stash[_NODE_FINALIZERS] = node_finalizers(item)
+        if woken and finalizers:
+            finalizers.insert(after_fixture_ends(finalizers), end)
+        else:
+            item.addfinalizer(end)
 
-    def _end_test(self, item: pytest.Item) -> None:
+    def _end_test(self, item: pytest.Item, early: bool = False) -> None:
         """Release a held test (its changes are restored and kept for its teardown's report); an opted-out test's
         changes are kept and become the baseline, before any fixture ending with it is checked. Once per test: the
-        first of its own finalizer and the start of a fixture's teardown that its body requested."""
-        if _ENDED in item.stash or item is not self.current:
+        first of its own finalizer and the start of a fixture's teardown that its body requested (``early``); after
+        an early check its own finalizer checks again, since a finalizer its body added before that request runs
+        after that fixture's teardown."""
+        if item is not self.current:
             return
+        if _ENDED in item.stash:
+            if not early and _ENDED_EARLY in item.stash:
+                self._end_again(item, item.stash[_ENDED_EARLY])
+            return
+        if early:
+            item.stash[_ENDED_EARLY] = item.stash.get(_HELD, False)
         changes: list[str] = []
         if item.stash.get(_HELD, False):
             item.stash[_HELD] = False
@@ -149,6 +164,15 @@ class SessionPlugin:
         elif self.state.isolation is not None:
             self.state.isolation.adopt_outside()  # its own function-scoped fixtures keep adopting as they end
         item.stash[_ENDED] = changes
+
+    def _end_again(self, item: pytest.Item, held: bool) -> None:
+        """The test's own finalizer after an early check: what the body's finalizers that ran since changed."""
+        del item.stash[_ENDED_EARLY]
+        isolation = self.state.get_isolation()
+        if held:
+            item.stash[_ENDED].extend(isolation.release())
+        else:
+            isolation.adopt_outside()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -190,7 +214,7 @@ class SessionPlugin:
             if fixturedef.scope == "function" and item.stash.get(_BODY_STARTED, False):
                 # requested by the body (``getfixturevalue``): it ends before the test's own finalizer, so the
                 # test's end is checked first thing in its teardown, before its code runs
-                fixturedef.addfinalizer(functools.partial(self._end_test, item))
+                fixturedef.addfinalizer(functools.partial(self._end_test, item, True))
 
     def pytest_fixture_post_finalizer(self, fixturedef: Any) -> None:
         """Its teardown has run: what the fixture left changed is its leak, restored now, reported in teardown."""
@@ -248,6 +272,8 @@ class SessionPlugin:
         changes = item.stash.get(_ENDED, [])
         if _ENDED in item.stash:
             del item.stash[_ENDED]
+        if _ENDED_EARLY in item.stash:
+            del item.stash[_ENDED_EARLY]
         if _NODE_FINALIZERS in item.stash:
             del item.stash[_NODE_FINALIZERS]
         leaks = [(item.nodeid, changes)] if changes else []

@@ -553,3 +553,25 @@ def test_a_dormant_session_is_not_woken_after_it_closed(pytester: pytest.Pyteste
     script = pytester.makepyfile(run_main=MAIN_THEN_GUARDS)
     result = pytester.runpython(script)
     result.stdout.fnmatch_lines(["*1 passed*", "GUARDS INSTALLED AFTER THE RUN False"])
+
+
+WOKEN_AFTER_A_FINALIZER = """
+import trtcap_guards as guards
+
+
+def test_cleans_up_in_a_finalizer_added_before_waking(request):
+    before = guards.state_snapshot(fired=False)
+    request.addfinalizer(lambda: guards.restore_state(before))
+    guards.declare_targets("8.9", origin="the body")
+
+
+def test_after():
+    assert guards.state_snapshot(fired=False).targets is None
+"""
+
+
+def test_a_finalizer_the_body_added_before_it_woke_the_session_still_cleans_up(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_woken=WOKEN_AFTER_A_FINALIZER)
+    result = pytester.runpytest_subprocess(*RUN, "-W", "error::pytest_trtcap.TrtcapLeakWarning")
+    result.assert_outcomes(passed=2)
+    result.stdout.no_fnmatch_line("*leaks:*")

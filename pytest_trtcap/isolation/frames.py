@@ -354,6 +354,15 @@ def node_finalizers(item: Any) -> list[Any]:
     return entry[0] if isinstance(entry, tuple) and entry and isinstance(entry[0], list) else []
 
 
+def after_fixture_ends(finalizers: list[Any]) -> int:
+    """Where in pytest's list of a test's node finalizers a check runs right after the last fixture's end (they run
+    from the end of the list): after the last fixture's ``finish``, else after the node's own teardown (index 0)."""
+    from _pytest.fixtures import FixtureDef
+
+    ends = [i for i, f in enumerate(finalizers) if _pytests_own(f, FixtureDef.finish)]
+    return ends[-1] + 1 if ends else 1
+
+
 def quiet_ends(finalizers: list[Any], framed: set[int]) -> set[int]:
     """id() of the fixtures whose end needs no comparison: called when the test's own check has run, it reads the
     finalizers left on the test's node in the order they will run; a fixture whose own finalizers are all pytest's
