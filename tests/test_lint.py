@@ -18,12 +18,15 @@ def test_ruff_check_passes_on_the_tree():
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 
-def test_mypy_passes_on_both_packages_with_check_untyped_defs():
+def test_mypy_passes_on_both_packages_with_check_untyped_defs(pytestconfig, tmp_path):
     """Type-checked as installed: ``guards/`` is the package ``trtcap_guards``, so both are checked through links
-    named as they import (the configuration in pyproject.toml applies). The links and mypy's cache stay in the
-    checkout's ``.mypy_cache`` (git-ignored), so a second run re-checks only what changed, as mypy does anywhere."""
-    links = ROOT / ".mypy_cache" / "trtcap-links"
-    links.mkdir(parents=True, exist_ok=True)
+    named as they import (the configuration in pyproject.toml applies). The links and mypy's cache live in pytest's
+    own cache (``.pytest_cache``; ``tmp_path`` under ``-p no:cacheprovider``), so a second run re-checks only what
+    changed, as mypy does anywhere."""
+    cache = getattr(pytestconfig, "cache", None)
+    home = Path(cache.mkdir("trtcap-mypy")) if cache is not None else tmp_path
+    links = home / "links"
+    links.mkdir(exist_ok=True)
     for name, target in (("trtcap_guards", ROOT / "guards"), ("pytest_trtcap", ROOT / "pytest_trtcap")):
         link = links / name
         if not (link.is_symlink() and link.resolve() == target.resolve()):
@@ -31,8 +34,8 @@ def test_mypy_passes_on_both_packages_with_check_untyped_defs():
                 link.unlink()
             link.symlink_to(target, target_is_directory=True)
     done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-                           "--cache-dir", str(ROOT / ".mypy_cache" / "trtcap-test"), "-p", "trtcap_guards", "-p",
-                           "pytest_trtcap"], cwd=links, capture_output=True, text=True)
+                           "--cache-dir", str(home / "cache"), "-p", "trtcap_guards", "-p", "pytest_trtcap"],
+                          cwd=links, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "Success: no issues found" in done.stdout
 
