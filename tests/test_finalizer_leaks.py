@@ -57,9 +57,14 @@ def test_next_sees_nothing_declared():
 '''
 
 
+def _run(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
+    """``source`` as ``test_finalizers.py``, run in a fresh process in file order with the guards on."""
+    pytester.makepyfile(test_finalizers=source)
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--trtcap-guards", "on", *args)
+
+
 def test_a_change_made_by_the_bodys_finalizer_is_the_tests_leak(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_finalizers=LEAKS_FROM_A_FINALIZER)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--trtcap-guards", "on")
+    result = _run(pytester, LEAKS_FROM_A_FINALIZER)
     result.assert_outcomes(passed=3, warnings=2)
     result.stdout.fnmatch_lines([
         "leaks: 2 test(s) left global state changed (restored)",
@@ -72,9 +77,7 @@ def test_a_change_made_by_the_bodys_finalizer_is_the_tests_leak(pytester: pytest
 
 
 def test_a_change_the_bodys_finalizer_puts_back_is_no_leak(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_finalizers=CLEANS_UP_IN_A_FINALIZER)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--trtcap-guards", "on",
-                                           "-W", "error::pytest_trtcap.TrtcapLeakWarning")
+    result = _run(pytester, CLEANS_UP_IN_A_FINALIZER, "-W", "error::pytest_trtcap.TrtcapLeakWarning")
     result.assert_outcomes(passed=3)
     result.stdout.no_fnmatch_line("*leaks:*")
 
@@ -97,8 +100,7 @@ def test_leaks_then_a_finalizer_fails(request, plain):
 
 
 def test_an_opted_out_tests_finalizer_is_kept_and_a_failing_one_hides_no_leak(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_finalizers=OPTED_OUT_AND_FAILING)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--trtcap-guards", "on")
+    result = _run(pytester, OPTED_OUT_AND_FAILING)
     result.assert_outcomes(passed=3, errors=1, warnings=1)
     result.stdout.fnmatch_lines([
         "*ZeroDivisionError*",
@@ -135,8 +137,7 @@ def test_next_sees_nothing_declared():
 
 
 def test_a_fixture_the_body_requests_is_not_blamed_for_the_bodys_change(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_finalizers=REQUESTED_IN_THE_BODY)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--trtcap-guards", "on")
+    result = _run(pytester, REQUESTED_IN_THE_BODY)
     result.assert_outcomes(passed=3, warnings=1)
     result.stdout.fnmatch_lines([
         "leaks: 1 test(s) left global state changed (restored)",
@@ -163,8 +164,7 @@ def test_next_sees_nothing_declared():
 
 
 def test_a_finalizer_the_body_added_before_requesting_a_fixture_is_still_the_tests(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_finalizers=FINALIZER_BEFORE_A_REQUEST)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--trtcap-guards", "on")
+    result = _run(pytester, FINALIZER_BEFORE_A_REQUEST)
     result.assert_outcomes(passed=2, warnings=1)
     result.stdout.fnmatch_lines([
         "leaks: 1 test(s) left global state changed (restored)",
@@ -195,8 +195,6 @@ def test_next_sees_nothing_declared():
 @pytest.mark.xfail(strict=True, reason="known limitation (docs/plugin.md): pytest runs a finalizer a fixture adds to "
                    "the test's node after that fixture's end, where its change is checked")
 def test_a_fixture_that_puts_its_change_back_in_a_node_finalizer_is_no_leak(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_finalizers=CLEANS_UP_THROUGH_THE_NODE)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--trtcap-guards", "on",
-                                           "-W", "error::pytest_trtcap.TrtcapLeakWarning")
+    result = _run(pytester, CLEANS_UP_THROUGH_THE_NODE, "-W", "error::pytest_trtcap.TrtcapLeakWarning")
     result.assert_outcomes(passed=2)
     result.stdout.no_fnmatch_line("*leaks:*")
