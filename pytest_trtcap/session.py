@@ -13,7 +13,7 @@ import functools
 import sys
 from collections import Counter
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -28,6 +28,8 @@ from .report import ATTRIBUTE, OwnProperties, attach, summary_lines
 if TYPE_CHECKING:
     from .session_state import TrtcapState
 
+T = TypeVar("T")
+
 _HELD = pytest.StashKey[bool]()
 _BODY_STARTED = pytest.StashKey[bool]()  # its end is checked by a finalizer registered when its body started
 _ENDED = pytest.StashKey[list[str]]()  # what the test left changed, once its end was checked
@@ -40,6 +42,14 @@ _SKIP_PROPERTY = "trtcap_skip"
 
 _ISOLATED = pytest.StashKey[bool]()
 _OUR_MARKS = pytest.StashKey[list[Any]]()
+
+
+def _pop(stash: pytest.Stash, key: pytest.StashKey[T], default: T) -> T:
+    """``stash[key]`` taken out of ``stash``, or ``default`` where it is not there."""
+    value = stash.get(key, default)
+    if key in stash:
+        del stash[key]
+    return value
 
 
 def _our_marks(item: pytest.Item) -> list[Any]:
@@ -140,39 +150,35 @@ class SessionPlugin:
             item.addfinalizer(end)
 
     def _end_test(self, item: pytest.Item, early: bool = False) -> None:
-        """Release a held test (its changes are restored and kept for its teardown's report); an opted-out test's
-        changes are kept and become the baseline, before any fixture ending with it is checked. Once per test: the
-        first of its own finalizer and the start of a fixture's teardown that its body requested (``early``); after
-        an early check its own finalizer checks again, since a finalizer its body added before that request runs
-        after that fixture's teardown."""
+        """Check the test's end: the first of its own finalizer and the start of a fixture's teardown that its body
+        requested (``early``). After an early check its own finalizer checks again, since a finalizer its body added
+        before that request runs after that fixture's teardown."""
         if item is not self.current:
             return
         if _ENDED in item.stash:
             if not early and _ENDED_EARLY in item.stash:
-                self._end_again(item, item.stash[_ENDED_EARLY])
+                item.stash[_ENDED].extend(self._check_end(_pop(item.stash, _ENDED_EARLY, False)))
             return
+        held = item.stash.get(_HELD, False)
         if early:
-            item.stash[_ENDED_EARLY] = item.stash.get(_HELD, False)
-        changes: list[str] = []
-        if item.stash.get(_HELD, False):
+            item.stash[_ENDED_EARLY] = held
+        if held:
             item.stash[_HELD] = False
             self.held = None
-            isolation = self.state.get_isolation()
-            changes = isolation.release()
-            finalizers = item.stash.get(_NODE_FINALIZERS, [])
-            self.quiet = quiet_ends(finalizers, {id(frame.fixture) for frame in isolation.frames})
-        elif self.state.isolation is not None:
-            self.state.isolation.adopt_outside()  # its own function-scoped fixtures keep adopting as they end
-        item.stash[_ENDED] = changes
-
-    def _end_again(self, item: pytest.Item, held: bool) -> None:
-        """The test's own finalizer after an early check: what the body's finalizers that ran since changed."""
-        del item.stash[_ENDED_EARLY]
-        isolation = self.state.get_isolation()
+        item.stash[_ENDED] = self._check_end(held)
         if held:
-            item.stash[_ENDED].extend(isolation.release())
-        else:
-            isolation.adopt_outside()
+            finalizers = item.stash.get(_NODE_FINALIZERS, [])
+            self.quiet = quiet_ends(finalizers, {id(frame.fixture) for frame in self.state.get_isolation().frames})
+
+    def _check_end(self, held: bool) -> list[str]:
+        """A held test is released (its changes restored, returned for its teardown's report); an opted-out test's
+        changes are kept and become the baseline, before any fixture ending with it is checked (its own
+        function-scoped fixtures keep adopting as they end)."""
+        if held:
+            return self.state.get_isolation().release()
+        if self.state.isolation is not None:
+            self.state.isolation.adopt_outside()
+        return []
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -225,8 +231,7 @@ class SessionPlugin:
         if item is not None and not _isolated(item) and fixturedef.scope == "function":
             isolation.adopt_outside()  # an opted-out test's own fixture: its teardown's changes are kept too
         quiet = id(fixturedef) in self.quiet
-        if quiet:
-            self.quiet.discard(id(fixturedef))
+        self.quiet.discard(id(fixturedef))
         end = isolation.fixture_finished(fixturedef, unchanged=quiet)
         if end is None:  # set up while the session was dormant, so never framed: its clean-up is kept
             isolation.unframed_finished()
@@ -269,13 +274,9 @@ class SessionPlugin:
         item.stash[_BODY_STARTED] = False
         if _ENDED not in item.stash:
             self._end_test(item)
-        changes = item.stash.get(_ENDED, [])
-        if _ENDED in item.stash:
-            del item.stash[_ENDED]
-        if _ENDED_EARLY in item.stash:
-            del item.stash[_ENDED_EARLY]
-        if _NODE_FINALIZERS in item.stash:
-            del item.stash[_NODE_FINALIZERS]
+        changes = _pop(item.stash, _ENDED, [])
+        _pop(item.stash, _ENDED_EARLY, False)
+        _pop(item.stash, _NODE_FINALIZERS, [])
         leaks = [(item.nodeid, changes)] if changes else []
         if changes:
             self.properties.append(item, _LEAK_PROPERTY, "; ".join(changes))
