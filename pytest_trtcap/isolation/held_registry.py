@@ -40,8 +40,8 @@ class RegistrySnapshot(NamedTuple):
     names: list
     conventions: list
     dicts: tuple[tuple[dict, dict, dict], ...]  # (dict, its values by identity, its lists' contents)
-    seen: tuple[list[Seen | None], ...] = ()  # per dict: where it was last found equal (``same_dict``)
-    all_seen: list[AllSeen | None] | None = None  # every dict's ``seen``, put together once all are found equal
+    seen: tuple[list[Seen | None], ...]  # per dict: where it was last found equal (``same_dict``)
+    all_seen: list[AllSeen | None]  # every dict's ``seen``, put together once all are found equal
 
 
 _VERSION = operator.attrgetter("value")
@@ -69,14 +69,14 @@ def registry_changed(snap: RegistrySnapshot) -> bool:
         return True
     if reg.registry_names != snap.names or reg.registry_calling_conventions != snap.conventions:
         return True
-    every = snap.all_seen[0] if snap.all_seen else None
+    every = snap.all_seen[0]
     if every is not None and tuple(map(_VERSION, every.views)) == every.versions:
         return every.values != every.copies
     for (d, _, contents), seen in zip(snap.dicts, snap.seen):
         if not same_dict(d, contents, seen):
             return True
-    if snap.all_seen is not None and all(seen[0] is not None for seen in snap.seen):
-        found = [seen[0] for seen in snap.seen if seen[0] is not None]
+    found = [seen[0] for seen in snap.seen if seen[0] is not None]
+    if len(found) == len(snap.seen):  # each dict's version can be read
         snap.all_seen[0] = AllSeen(tuple(f.version_now for f in found), tuple(f.version for f in found),
                                    sum((f.values for f in found), ()), sum((f.copies for f in found), ()))
     return False
