@@ -40,21 +40,23 @@ def available() -> bool:
     return shutil.which("valgrind") is not None
 
 
+def _ran(cmd: list[str], cwd: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``cmd`` run to its end, its output captured; raises, with the output's end, if it fails."""
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    return proc
+
+
 def instructions(cmd: list[str], cwd: str, env: dict[str, str]) -> int:
     """Instructions executed by ``cmd`` (a fresh process, counted by valgrind); raises if it fails."""
-    proc = subprocess.run(VALGRIND + cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    proc = _ran(VALGRIND + cmd, cwd, env)
     found = _REFS.search(proc.stderr)
-    if proc.returncode != 0 or found is None:
-        raise RuntimeError(f"{' '.join(cmd)} under valgrind exited {proc.returncode}:\n{proc.stdout[-2000:]}"
-                           f"\n{proc.stderr[-2000:]}")
+    if found is None:
+        raise RuntimeError(f"valgrind printed no instruction count for {' '.join(cmd)}:\n{proc.stderr[-2000:]}")
     return int(found.group(1).replace(",", ""))
 
 
-#: Counts taken with one run per side (``--quick``), by command, folder and environment. Several rows share a
-#: command (pytest alone is the baseline of every lightest-plugin row; xdist's "with" side is ours "without"); a
-#: smoke run needs each row to run, not the repeats, so it counts each command once. With the hash seed fixed, two
-#: counts of one command agree to a few in a million. Full runs count every run.
-_COUNTED_ONCE: dict[tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]], int] = {}
 #: A smoke run (``--quick``) counts its first pair under valgrind, which shows the counting works; each later pair
 #: runs its real commands without valgrind (valgrind makes a run some 30 times slower) and reports their CPU time,
 #: saying so. Full runs count every pair.
@@ -65,20 +67,9 @@ QUICK_UNIT = "ms CPU (--quick: not counted by valgrind)"
 def cpu_time_ms(cmd: list[str], cwd: str, env: dict[str, str]) -> float:
     """CPU time (user + system) of ``cmd`` run to its end, in milliseconds; raises if it fails."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    _ran(cmd, cwd, env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     return round((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1e3, 1)
-
-
-def _count(cmd: list[str], cwd: str, env: dict[str, str], once: bool) -> int:
-    if not once:
-        return instructions(cmd, cwd, env)
-    key = (tuple(cmd), cwd, tuple(sorted(env.items())))
-    if key not in _COUNTED_ONCE:
-        _COUNTED_ONCE[key] = instructions(cmd, cwd, env)
-    return _COUNTED_ONCE[key]
 
 
 def _pair(name: str, what: str, commands: dict[str, list[str]], rounds: int, cwd: str, env: dict[str, str],
@@ -91,7 +82,7 @@ def _pair(name: str, what: str, commands: dict[str, list[str]], rounds: int, cwd
     for i in range(rounds):
         for side in (list(commands) if i % 2 == 0 else list(reversed(list(commands)))):
             counts[side].append(cpu_time_ms(commands[side], cwd, env) if quick
-                                else _count(commands[side], cwd, env, once=rounds == 1))
+                                else instructions(commands[side], cwd, env))
     _SMOKE_COUNTED[0] = True
     with_, without = counts["with"], counts["without"]
     if quick:
