@@ -119,19 +119,18 @@ def test_hook_targets_are_held_to_the_option_rules(pytester: pytest.Pytester, re
 # --- unknown neutralize targets ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("imported_by", ["conftest", "test module"])
 @pytest.mark.parametrize(
-    "bad, suggested",
+    "imported_by, bad, suggested",
     [
-        ("aten.nosuch.default", None),
-        ("ATEN.LINEAR.DEFAULT", "aten.linear.default"),
-        ("aten.linaer.default", "aten.linear.default"),
+        ("conftest", "ATEN.LINEAR.DEFAULT", "aten.linear.default"),
+        ("test module", "aten.linaer.default", "aten.linear.default"),
     ],
 )
 def test_unknown_neutralize_target_is_a_usage_error_with_the_nearest_targets(
     pytester: pytest.Pytester, imported_by: str, bad: str, suggested: str
 ) -> None:
-    """Checked against the registry at configure (a conftest imported Torch-TensorRT) or after collection."""
+    """Checked against the registry at configure (a conftest imported Torch-TensorRT) or after collection. Which
+    names are nearest, for each kind of slip, is checked in process (test_neutralize_option.py)."""
     if imported_by == "conftest":
         pytester.makeconftest("import torch_tensorrt\n")
     pytester.makepyfile("import torch_tensorrt\n\ndef test_one(): pass")
@@ -141,8 +140,7 @@ def test_unknown_neutralize_target_is_a_usage_error_with_the_nearest_targets(
     result.stderr.fnmatch_lines(
         [f"ERROR: trtcap: --trtcap-neutralize: {bad!r} is not a converter target *; nearest: *"]
     )
-    if suggested:
-        assert suggested in result.stderr.str()
+    assert suggested in result.stderr.str().partition("nearest: ")[2]
     assert "neutralized guards" not in result.stdout.str() and "passed" not in result.stdout.str()
 
 

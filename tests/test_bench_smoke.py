@@ -13,6 +13,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN_ALL = os.path.join(REPO, "bench", "run_all.py")
 
@@ -83,6 +85,8 @@ def test_run_all_quick_prints_every_ratio() -> None:
         assert all(re.search(rf"^ratio {n}: .+ms CPU \(--quick: not counted by valgrind\)", out, re.M)
                    for n in others), out[-6000:]
     assert "crashed: none" in out
+    for shape in ("parametrized", "ten fixtures"):  # their harness is the trivial one's; their sources: below
+        assert f"suite ({shape}): left out (--quick measures the trivial suite only)" in out
     if os.path.exists(os.path.join(REPO, "bench", "bench_compare.py")):
         assert "bench_compare: exit 0" in out, out[-6000:]
 
@@ -96,3 +100,23 @@ def test_the_instruction_counts_are_left_out_saying_so_where_valgrind_is_missing
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "valgrind is not installed, left out" in proc.stdout
     assert "ratio plugin_load_instructions" not in proc.stdout
+
+
+@pytest.mark.parametrize("shape", ["trivial", "parametrized", "ten fixtures"])
+def test_each_suite_shape_is_n_passing_tests_of_its_kind(pytester: pytest.Pytester, shape: str) -> None:
+    """The suites the full run times (``--quick`` runs only the trivial one): n tests, all passing, with the
+    arguments or fixtures their name promises."""
+    sys.path.insert(0, os.path.join(REPO, "bench"))
+    try:
+        import bench_isolation
+    finally:
+        sys.path.remove(os.path.join(REPO, "bench"))
+    pytester.makepyfile(test_suite=bench_isolation.SHAPES[shape].source(7))
+    result = pytester.runpytest_inprocess("-p", "no:trtcap", "-p", "no:cacheprovider", "--setup-plan")
+    result.assert_outcomes()  # --setup-plan runs nothing: the plan lists each test's fixtures
+    plan = result.stdout.str()
+    assert plan.count("test_suite.py::") == 7
+    fixtures = {"trivial": [], "parametrized": ["a", "b"], "ten fixtures": [f"f{j}" for j in range(10)]}[shape]
+    for name in fixtures:
+        assert plan.count(f"SETUP    F {name}") == 7, plan
+    assert pytester.runpytest_inprocess("-p", "no:trtcap", "-p", "no:cacheprovider").ret == 0
