@@ -11,7 +11,10 @@
   parametrized tests (two arguments: pytest gives each a fixture of its own), and tests with ten function fixtures
   (``--quick``: the trivial suite only).
 
-    python bench/bench_isolation.py [--quick] [--iterations N] [--tests N] [--runs N]
+  Each suite is also run once a side under valgrind (where installed; not with ``--quick`` or ``--no-count``):
+  the CPU instructions the plugin adds to the whole run, a figure the machine's speed drift cannot move.
+
+    python bench/bench_isolation.py [--quick] [--iterations N] [--tests N] [--runs N] [--no-count]
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ PER_TEST_TARGET = 1 / 3
 SUITE_TARGET = 1.05
 TEN_FIXTURES_TARGET = 1.10  # a test with ten function fixtures pays ten fixture frames
 BLOCK = 50  # iterations per block; the contenders alternate block by block
+#: Suite runs per side: the per-round ratios of 2,000-test suites spread by several percent on a shared machine,
+#: and the noise of their median shrinks with the square root of the rounds.
+RUNS = 15
 
 
 def _state() -> tuple[dict, object, object]:
@@ -209,7 +215,27 @@ SHAPES = {
 }
 
 
-def suite(n_tests: int, runs: int, quick: bool, shape: str = "trivial") -> list[Result]:
+def _counted(commands: dict[str, list[str]], workdir: str, env: dict[str, str], shape: Shape,
+             n_tests: int) -> Result:
+    """The same two commands, once each under valgrind with a fixed hash seed: the CPU instructions the plugin adds
+    to the whole run, which the machine's speed drift cannot move (two counts of one command agree to a few in a
+    million), checked against the same target."""
+    import bench_load_instructions as counting
+
+    seeded = dict(env, PYTHONHASHSEED="0")
+    counts = {side: counting.instructions(cmd, workdir, seeded) for side, cmd in commands.items()}
+    with_plugin, without = counts["plugin"] / 1e6, counts["no plugin"] / 1e6
+    label = shape.label.format(n=n_tests).replace("(wall time)", "(CPU instructions)")
+    result = Result(f"{shape.name}_instructions", label, with_plugin, without, "M instructions", shape.target,
+                    detail={"runs": "1 each under valgrind (cachegrind, no cache simulation), PYTHONHASHSEED=0",
+                            "added": f"{with_plugin - without:.1f} M instructions, "
+                                     f"{(with_plugin - without) * 1e6 / n_tests:.0f} a test"})
+    print(result.line(), flush=True)
+    return result
+
+
+def suite(n_tests: int, runs: int, quick: bool, shape: str = "trivial", count: bool = False) -> list[Result]:
+    """The shape's suite run with the plugin and without, interleaved; and, with ``count``, counted by valgrind."""
     make, name, label, target = SHAPES[shape]
     banner(f"isolation in a suite ({shape}): {n_tests} tests, conftest imports torch_tensorrt, "
            f"{runs} run(s) each side, alternated")
@@ -225,6 +251,7 @@ def suite(n_tests: int, runs: int, quick: bool, shape: str = "trivial") -> list[
         base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_suite.py"]
         commands = {"plugin": base, "no plugin": base[:3] + ["-p", "no:trtcap"] + base[3:]}
         times, cpu = interleaved(commands, runs, workdir, env, warmup=0 if quick else 1)
+        counted = _counted(commands, workdir, env, SHAPES[shape], n_tests) if count else None
         with open(probe, encoding="utf-8") as f:  # one line per run, from the conftest
             lines = sorted(set(f.read().splitlines()))
     probes = {
@@ -251,30 +278,43 @@ def suite(n_tests: int, runs: int, quick: bool, shape: str = "trivial") -> list[
     if not probes["no plugin"].startswith("plugin=False"):
         result.problems.append(f"the plugin was active with -p no:trtcap ({probes['no plugin']})")
     print(result.line(), flush=True)
-    return [result]
+    if counted is None:
+        return [result]
+    result.counted = counted.ratio
+    return [result, counted]
 
 
-def run(quick: bool = False, iterations: int = 0, tests: int = 0, runs: int = 0) -> list[Result]:
+def run(quick: bool = False, iterations: int = 0, tests: int = 0, runs: int = 0, count: bool = True) -> list[Result]:
+    """``count``: also count each suite's two sides in CPU instructions, where valgrind is installed (not with
+    ``quick``: under valgrind one run of 2,000 tests takes minutes)."""
+    import bench_load_instructions as counting
+
     iterations = iterations or (300 if quick else 5000)
     tests = tests or (20 if quick else 2000)
-    runs = runs or (1 if quick else 5)
-    results = per_test(iterations, quick) + suite(tests, runs, quick, "trivial")
+    runs = runs or (1 if quick else RUNS)
+    count = count and not quick and counting.available()
+    if not quick and not count:
+        print("suites in CPU instructions: left out (" + ("--no-count" if counting.available()
+                                                          else "valgrind is not installed") + ")")
+    results = per_test(iterations, quick) + suite(tests, runs, quick, "trivial", count)
     for shape in list(SHAPES)[1:]:
         if quick:  # each suite run imports torch_tensorrt (seconds); the trivial one shows the harness works
             print(f"suite ({shape}): left out (--quick measures the trivial suite only)")
         else:
-            results += suite(tests, runs, quick, shape)
+            results += suite(tests, runs, quick, shape, count)
     return results
 
 
-def main(argv: list[str] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, no timing assertions")
     parser.add_argument("--iterations", type=int, default=0, help="per-test iterations (default 5000)")
     parser.add_argument("--tests", type=int, default=0, help="tests in the generated suite (default 2000)")
-    parser.add_argument("--runs", type=int, default=0, help="suite runs per side (default 5)")
+    parser.add_argument("--runs", type=int, default=0, help=f"suite runs per side (default {RUNS})")
+    parser.add_argument("--no-count", action="store_true",
+                        help="leave out the suites' CPU instruction counts (valgrind: minutes per run)")
     args = parser.parse_args(argv)
-    results = run(args.quick, args.iterations, args.tests, args.runs)
+    results = run(args.quick, args.iterations, args.tests, args.runs, not args.no_count)
     return 1 if any(r.missed for r in results) else 0
 
 

@@ -166,9 +166,10 @@ class SessionPlugin:
             item.stash[_HELD] = False
             self.held = None
         item.stash[_ENDED] = self._check_end(held)
-        if held:
+        frames = self.state.get_isolation().frames if held else None
+        if frames:  # with no frame open, none of its fixtures has one: their ends compare nothing
             finalizers = item.stash.get(_NODE_FINALIZERS, [])
-            self.quiet = quiet_ends(finalizers, {id(frame.fixture) for frame in self.state.get_isolation().frames})
+            self.quiet = quiet_ends(finalizers, {id(frame.fixture) for frame in frames})
 
     def _check_end(self, held: bool) -> list[str]:
         """A held test is released (its changes restored, returned for its teardown's report); an opted-out test's
