@@ -158,8 +158,9 @@ def test_unknown_neutralize_target_under_xdist_is_a_usage_error_too(pytester: py
 
 
 def test_known_neutralize_target_under_xdist_runs(pytester: pytest.Pytester) -> None:
+    """The controller's own read of the registry passes it (one worker: each imports torch_tensorrt)."""
     pytester.makepyfile("import torch_tensorrt\n\ndef test_one(): pass\n\ndef test_two(): pass")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--trtcap-neutralize",
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "1", "--trtcap-neutralize",
                                            "aten.linear.default")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=2)
