@@ -7,7 +7,8 @@
   Medians of per-iteration times, the two measured in alternating blocks. Also the cost when a test did leak (one
   converter added), for information.
 * Suites of 2,000 tests whose conftest imports torch_tensorrt (so isolation is active), each run in a fresh
-  process with the plugin and with ``-p no:trtcap`` (same conftest), alternated; wall times: trivial tests,
+  process with the plugin and with ``-p no:trtcap`` (same conftest), alternated, bytecode caches on (Python's
+  default; the warm-up run writes them); wall times: trivial tests,
   parametrized tests (two arguments: pytest gives each a fixture of its own), and tests with ten function fixtures
   (``--quick``: the trivial suite only).
 
@@ -248,6 +249,7 @@ def suite(n_tests: int, runs: int, quick: bool, shape: str = "trivial", count: b
             f.write(make(n_tests))
         probe = os.path.join(workdir, "probe.txt")
         env = clean_env(TRTCAP_BENCH_PROBE=probe)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # Python's default, bytecode caches on (this machine sets it)
         base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_suite.py"]
         commands = {"plugin": base, "no plugin": base[:3] + ["-p", "no:trtcap"] + base[3:]}
         times, cpu = interleaved(commands, runs, workdir, env, warmup=0 if quick else 1)

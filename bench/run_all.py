@@ -90,13 +90,13 @@ NOTES = [
     "`Isolation(builtin_specs()).hold()` + `release()` on an unchanged registry, against the naive reset fixture "
     "(`{k: list(v)}` of `DYNAMO_ATEN_CONVERTERS` and `list(ATOMIC_SUBGRAPHS)`, restored with `clear()`/`update()` "
     "and slice assignment); per-iteration `perf_counter_ns`, the two alternating in blocks of 50; medians.",
-    "- **suites**: 2,000 tests in one generated file whose conftest calls `guards.import_torch_tensorrt()` "
-    "(`def test_i(): pass`; one test parametrized with two arguments; one test parametrized over 2,000 values "
-    "that takes ten function fixtures); `python -m pytest -q -p no:cacheprovider` with the plugin against "
-    "`-p no:trtcap`, alternated, 15 runs a side; wall times, nothing subtracted. Each suite is also run once a "
-    "side under valgrind (cachegrind, no cache simulation, `PYTHONHASHSEED=0`): the instructions of the whole "
-    "run, the same overhead counted where the machine's drift cannot move it. A conftest hook records, per run, "
-    "whether the plugin's isolation held the registry.",
+    "- **suites**: 2,000 tests in one generated file whose conftest calls `guards.import_torch_tensorrt()` (`def "
+    "test_i(): pass`; one test parametrized with two arguments; one test parametrized over 2,000 values that takes "
+    "ten function fixtures); `python -m pytest -q -p no:cacheprovider` with the plugin against `-p no:trtcap`, "
+    "alternated, 15 runs a side after a warm-up, bytecode caches on; wall times, nothing subtracted. Each suite is "
+    "also run once a side under valgrind (cachegrind, no cache simulation, `PYTHONHASHSEED=0`): the instructions of "
+    "the whole run, the same overhead counted where the machine's drift cannot move it. A conftest hook records, per "
+    "run, whether the plugin's isolation held the registry.",
     "- **partitioning**: `fast_partition(gm, min_block_size=1)` of a deep copy of the lowered graph of 300 FP16 "
     "blocks (four `nn.Linear`, fused attention, ReLU, residual), after "
     "`DYNAMO_CONVERTERS.set_compilation_settings(CompilationSettings(min_block_size=1))`, targets declared with "

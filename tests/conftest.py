@@ -16,6 +16,11 @@ pytest_plugins = ["pytester", "runs_helpers"]  # runs_helpers: the `swept` fixtu
 
 sys.path.insert(0, os.path.dirname(__file__))  # tests/trt_models.py, importable from every test module
 
+# A shell that sets PYTHONDONTWRITEBYTECODE (the reference machine does) would have each of the hundreds of Python
+# processes these tests start compile the plugin's source again. They keep Python's default: bytecode caches,
+# which the checkout ignores and the sdist leaves out. Tests about uncached loads set the variable themselves.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 try:  # keep property tests quick on 2 cores; the examples are cheap, the ceiling is the count
     from hypothesis import HealthCheck, settings
 
