@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from trtcap_guards import Rule
 
 SKIP_PREFIX = "trtcap: "
+_OURS = frozenset(MARKER_NAMES)
 
 
 def capability_markers() -> dict[str, tuple[Rule, ...]]:
