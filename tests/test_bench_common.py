@@ -63,3 +63,22 @@ def test_run_all_gives_each_plugin_load_figure_its_instruction_count():
     link_counts([wall, other, count])
     assert wall.counted == pytest.approx(1593 / 1523)
     assert other.counted is None  # its count was not measured (no valgrind): the wall figure decides alone
+
+
+def test_a_suite_counted_in_instructions_is_its_own_row_judged_against_the_suites_target(monkeypatch):
+    """No rounds, so no noise: the count alone decides, for the shape's target (1.05, or 1.10 with ten fixtures)."""
+    import bench_isolation
+    import bench_load_instructions
+
+    counts = {"plugin": 1040e6, "no plugin": 1000e6}
+    monkeypatch.setattr(bench_load_instructions, "instructions", lambda cmd, cwd, env: counts[cmd[0]])
+    commands = {"plugin": ["plugin"], "no plugin": ["no plugin"]}
+    row = bench_isolation._counted(commands, ".", {}, bench_isolation.SHAPES["parametrized"], 2000)
+    assert (row.name, row.unit, row.target) == ("suite_parametrized_instructions", "M instructions", 1.05)
+    assert row.ratio == pytest.approx(1.04) and row.outcome == "met"
+    assert "(CPU instructions)" in row.what and "wall" not in row.what
+    assert row.detail["added"] == "40.0 M instructions, 20000 a test"
+    counts["plugin"] = 1060e6
+    assert bench_isolation._counted(commands, ".", {}, bench_isolation.SHAPES["trivial"], 2000).outcome == "MISSED"
+    ten = bench_isolation._counted(commands, ".", {}, bench_isolation.SHAPES["ten fixtures"], 2000)
+    assert ten.outcome == "met"  # 1.06 against 1.10
