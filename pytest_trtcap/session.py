@@ -110,13 +110,15 @@ class SessionPlugin:
         self.properties = OwnProperties()  # what this plugin attached to the reports
         self.unreported: list[str] = []  # project entries' errors no test could be failed with: for the summary
         self.quiet: set[int] = set()  # id() of fixtures whose end needs no comparison (``quiet_ends``)
+        self.current_isolated = True  # ``_isolated(self.current)``, asked at every fixture's setup and end
+        self.arguments: dict[Any, bool] = {}  # FixtureDef -> ``_pytests_own_argument``, asked as often
 
     def join(self, item: pytest.Item, when: str) -> None:
         """Registered while ``item`` runs (the session had been dormant). In its body, hold now: nothing held was
         loaded or changed before this moment, so this is the state the test started from. In its setup, a fixture
         may be half-way through changes nobody framed: hold when its body starts, so what the fixtures set up is
         theirs and what the body leaves is the test's. In its teardown, what it leaves is adopted."""
-        self.current = item
+        self.current, self.current_isolated = item, _isolated(item)
         if when == "call":
             self._hold(item)
             self._body_started(item, woken=True)
@@ -186,11 +188,11 @@ class SessionPlugin:
         """Hold before any fixture is set up (fixtures get their own frames); then capability markers skip."""
         if self.late_target_hook is not None:  # an xdist worker's: each test fails with it
             pytest.fail(self.late_target_hook, pytrace=False)
-        self.current = item
+        self.current, self.current_isolated = item, _isolated(item)
         self.quiet.clear()
         self.properties.ran_here(item)
         self.state.get_isolation().hold()
-        if _isolated(item):
+        if self.current_isolated:
             item.stash[_HELD] = True
             self.held = item
         marks = _our_marks(item)
@@ -209,8 +211,8 @@ class SessionPlugin:
     def pytest_fixture_setup(self, fixturedef: Any) -> Generator[None, Any, Any]:
         """A fixture's changes are its own while it lives: frame them (not for an opted-out test's own fixtures)."""
         item = self.current
-        if item is None or _pytests_own_argument(fixturedef) or (
-                not _isolated(item) and fixturedef.scope == "function"):
+        if item is None or self._own_argument(fixturedef) or (
+                not self.current_isolated and fixturedef.scope == "function"):
             return (yield)
         isolation = self.state.get_isolation()
         isolation.fixture_started(fixturedef, item.nodeid, woken=self.hold_at_call is item)
@@ -223,13 +225,19 @@ class SessionPlugin:
                 # test's end is checked first thing in its teardown, before its code runs
                 fixturedef.addfinalizer(functools.partial(self._end_test, item, True))
 
+    def _own_argument(self, fixturedef: Any) -> bool:
+        own = self.arguments.get(fixturedef)
+        if own is None:
+            own = self.arguments[fixturedef] = _pytests_own_argument(fixturedef)
+        return own
+
     def pytest_fixture_post_finalizer(self, fixturedef: Any) -> None:
         """Its teardown has run: what the fixture left changed is its leak, restored now, reported in teardown."""
         isolation = self.state.isolation
-        if isolation is None or _pytests_own_argument(fixturedef):
+        if isolation is None or self._own_argument(fixturedef):
             return
         item = self.current
-        if item is not None and not _isolated(item) and fixturedef.scope == "function":
+        if item is not None and not self.current_isolated and fixturedef.scope == "function":
             isolation.adopt_outside()  # an opted-out test's own fixture: its teardown's changes are kept too
         quiet = id(fixturedef) in self.quiet
         self.quiet.discard(id(fixturedef))

@@ -31,10 +31,13 @@ The rule, per scope:
 from __future__ import annotations
 
 import functools
+import operator
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+from _pytest.fixtures import FixtureDef  # loaded by pytest already; read at every test's end (``quiet_ends``)
 
 from ..escaping import one_line
 
@@ -117,6 +120,9 @@ class Frame:
     before: dict[str, Any]  # baselines before its setup (a label missing: not checked at its end)
     after: dict[str, Any]  # baselines after its setup
     setup_for: str = ""  # the test whose setup started it
+    # its setup left every object alone (``after`` holds ``before``'s very baselines) and no label was added to or
+    # taken out of ``before`` since: a quiet end has nothing to compare (``fixture_finished``)
+    untouched: bool = False
 
 
 class FixtureEnd(NamedTuple):
@@ -176,6 +182,7 @@ class Isolation:
                 base = self.baselines[spec.label] = spec.snapshot()
                 for frame in self.frames:
                     frame.before.setdefault(spec.label, base)
+                    frame.untouched = False
 
     def _adopt(self, foreign: bool) -> None:
         baselines = self.baselines
@@ -254,7 +261,11 @@ class Isolation:
         self._adopt(foreign=False)
         index = self._frame_index(fixture)
         if index is not None:
-            self.frames[index].after = dict(self.baselines)
+            frame = self.frames[index]
+            before, after = frame.before, dict(self.baselines)
+            frame.after = after
+            # the same labels in the same order, each holding the very same baseline (compared in C: per fixture)
+            frame.untouched = list(before) == list(after) and all(map(operator.is_, before.values(), after.values()))
 
     def _frame_index(self, fixture: Any) -> int | None:
         """The latest open frame of ``fixture`` (a parametrized fixture may be set up again)."""
@@ -285,6 +296,7 @@ class Isolation:
                     frame.before[label] = frame.after[label] = base
                 else:
                     frame.before.pop(label, None)
+                    frame.untouched = False
 
     def fixture_finished(self, fixture: Any, unchanged: bool = False) -> FixtureEnd | None:
         """A fixture's teardown ended: restore what it left changed. None when it had no frame. ``unchanged``: no
@@ -294,6 +306,8 @@ class Isolation:
             return None
         frame = self.frames.pop(index)
         later = self.frames[index:]  # started after it and still alive
+        if unchanged and frame.untouched and not later:  # the loop below would skip every object
+            return FixtureEnd(frame.setup_for, [])
         changes: list[str] = []
         unchecked: list[StateSpec] = []
         baselines, before_of, after_of = self.baselines, frame.before.get, frame.after.get  # asked per object
@@ -311,6 +325,7 @@ class Isolation:
                 changes.extend(self._revert(spec, before, after))
                 for alive in later:  # changed since by a fixture still alive: nobody can tell whose the rest is
                     alive.before.pop(label, None)
+                    alive.untouched = False
                 self.settled = False
                 continue
             else:
@@ -337,13 +352,25 @@ class Isolation:
 # --- which fixture ends need no comparison (read from pytest's finalizers) ----------------------------------
 
 
+_EXECUTE_LAMBDA: list[Any] = []  # the code of pytest's own lambda finalizer, once recognised (all share it)
+
+
 def _pytests_own(finalizer: Any, finish: Any) -> bool:
     """One of pytest's own finalizers on a fixture: ending a fixture that depends on it (checked at its own end),
-    or calling ``pytest_fixture_post_finalizer`` (where its end is checked)."""
+    or calling ``pytest_fixture_post_finalizer`` (where its end is checked). Asked for every finalizer of every
+    fixture of a test, so the lambda is recognised by name once and by its code object after that."""
     if isinstance(finalizer, functools.partial):
         return getattr(finalizer.func, "__func__", None) is finish
-    return (getattr(finalizer, "__module__", None) == "_pytest.fixtures"
-            and getattr(finalizer, "__qualname__", None) == "FixtureDef.execute.<locals>.<lambda>")
+    code = getattr(finalizer, "__code__", None)
+    if code is None:
+        return False
+    if _EXECUTE_LAMBDA and code is _EXECUTE_LAMBDA[0]:
+        return True
+    if (getattr(finalizer, "__module__", None) == "_pytest.fixtures"
+            and getattr(finalizer, "__qualname__", None) == "FixtureDef.execute.<locals>.<lambda>"):
+        _EXECUTE_LAMBDA[:] = [code]
+        return True
+    return False
 
 
 def node_finalizers(item: Any) -> list[Any]:
@@ -357,8 +384,6 @@ def node_finalizers(item: Any) -> list[Any]:
 def after_fixture_ends(finalizers: list[Any]) -> int:
     """Where in pytest's list of a test's node finalizers a check runs right after the last fixture's end (they run
     from the end of the list): after the last fixture's ``finish``, else after the node's own teardown (index 0)."""
-    from _pytest.fixtures import FixtureDef
-
     ends = [i for i, f in enumerate(finalizers) if _pytests_own(f, FixtureDef.finish)]
     return ends[-1] + 1 if ends else 1
 
@@ -369,18 +394,30 @@ def quiet_ends(finalizers: list[Any], framed: set[int]) -> set[int]:
     (no ``yield``, no ``addfinalizer``) runs no code when it ends, so while nothing else ran since the last check
     the state is still the checked one. Any other finalizer ends that run. Where pytest keeps them in another way,
     every fixture's end is compared."""
-    from _pytest.fixtures import FixtureDef
-
+    finish = FixtureDef.finish
     quiet: set[int] = set()
     fresh = True
     for finalizer in reversed(finalizers):
-        fixture = getattr(getattr(finalizer, "func", None), "__self__", None)
-        if not (_pytests_own(finalizer, FixtureDef.finish) and isinstance(fixture, FixtureDef)):
+        func = getattr(finalizer, "func", None)
+        fixture = getattr(func, "__self__", None)
+        if not (isinstance(fixture, FixtureDef) and isinstance(finalizer, functools.partial)
+                and getattr(func, "__func__", None) is finish):
             fresh = False  # the project's code: whatever it changes is found at the next fixture's end
             continue
         own = getattr(fixture, "_finalizers", None)
-        if fresh and isinstance(own, list) and all(_pytests_own(f, FixtureDef.finish) for f in own):
+        if fresh and isinstance(own, list) and _all_pytests_own(own, finish):
             quiet.add(id(fixture))
         else:
             fresh = id(fixture) in framed  # its end is compared after its code ran
     return quiet
+
+
+def _all_pytests_own(finalizers: list[Any], finish: Any) -> bool:
+    known = _EXECUTE_LAMBDA[0] if _EXECUTE_LAMBDA else _NO_CODE
+    for finalizer in finalizers:
+        if getattr(finalizer, "__code__", None) is not known and not _pytests_own(finalizer, finish):
+            return False
+    return True
+
+
+_NO_CODE = object()  # no finalizer's ``__code__``: none is taken for pytest's lambda before it was recognised
