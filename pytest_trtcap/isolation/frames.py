@@ -353,6 +353,7 @@ class Isolation:
 
 
 _EXECUTE_LAMBDA: list[Any] = []  # the code of pytest's own lambda finalizer, once recognised (all share it)
+_NO_CODE = object()  # no finalizer's ``__code__``: none is taken for pytest's lambda before it was recognised
 
 
 def _pytests_own(finalizer: Any, finish: Any) -> bool:
@@ -413,11 +414,11 @@ def quiet_ends(finalizers: list[Any], framed: set[int]) -> set[int]:
 
 
 def _all_pytests_own(finalizers: list[Any], finish: Any) -> bool:
+    """Whether every one of a fixture's own finalizers is pytest's (``_pytests_own``): its end runs no code of the
+    project. Most are pytest's lambda, matched by its code object here without a call."""
     known = _EXECUTE_LAMBDA[0] if _EXECUTE_LAMBDA else _NO_CODE
     for finalizer in finalizers:
         if getattr(finalizer, "__code__", None) is not known and not _pytests_own(finalizer, finish):
             return False
     return True
 
-
-_NO_CODE = object()  # no finalizer's ``__code__``: none is taken for pytest's lambda before it was recognised
