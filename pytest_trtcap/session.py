@@ -40,7 +40,6 @@ _LEAK_PROPERTY = "trtcap_leak"
 _FIXTURE_LEAK_PROPERTY = "trtcap_fixture_leak"
 _SKIP_PROPERTY = "trtcap_skip"
 
-_ISOLATED = pytest.StashKey[bool]()
 _OUR_MARKS = pytest.StashKey[list[Any]]()
 
 
@@ -61,12 +60,9 @@ def _our_marks(item: pytest.Item) -> list[Any]:
 
 
 def _isolated(item: pytest.Item) -> bool:
-    """Not opted out with ``trtcap_no_isolation``. Asked for every fixture a test sets up and tears down, so the
-    marker is looked up once per test."""
-    isolated = item.stash.get(_ISOLATED, None)
-    if isolated is None:
-        isolated = item.stash[_ISOLATED] = all(mark.name != markers.NO_ISOLATION for mark in _our_marks(item))
-    return isolated
+    """Not opted out with ``trtcap_no_isolation``: asked once a test becomes the current one, and kept as the
+    session's ``current_isolated`` for every fixture it sets up and tears down."""
+    return all(mark.name != markers.NO_ISOLATION for mark in _our_marks(item))
 
 
 def _pytests_own_argument(fixturedef: Any) -> bool:
@@ -126,7 +122,8 @@ class SessionPlugin:
             self.hold_at_call = item
 
     def _hold(self, item: pytest.Item) -> None:
-        if _isolated(item):
+        """Hold the current test, ``item`` (joined in its body, or at its body's start after joining in its setup)."""
+        if self.current_isolated:
             self.state.get_isolation().hold()
             item.stash[_HELD] = True
             self.held = item

@@ -120,9 +120,12 @@ class Frame:
     before: dict[str, Any]  # baselines before its setup (a label missing: not checked at its end)
     after: dict[str, Any]  # baselines after its setup
     setup_for: str = ""  # the test whose setup started it
-    # its setup left every object alone (``after`` holds ``before``'s very baselines) and no label was added to or
-    # taken out of ``before`` since: a quiet end has nothing to compare (``fixture_finished``)
-    untouched: bool = False
+
+    def left_alone(self) -> bool:
+        """Its setup changed no held object, and no label came into or left ``before`` since: ``after`` holds
+        ``before``'s very baselines, label for label (compared in C: asked at a fixture's end)."""
+        before, after = self.before, self.after
+        return list(before) == list(after) and all(map(operator.is_, before.values(), after.values()))
 
 
 class FixtureEnd(NamedTuple):
@@ -182,7 +185,6 @@ class Isolation:
                 base = self.baselines[spec.label] = spec.snapshot()
                 for frame in self.frames:
                     frame.before.setdefault(spec.label, base)
-                    frame.untouched = False
 
     def _adopt(self, foreign: bool) -> None:
         baselines = self.baselines
@@ -261,11 +263,7 @@ class Isolation:
         self._adopt(foreign=False)
         index = self._frame_index(fixture)
         if index is not None:
-            frame = self.frames[index]
-            before, after = frame.before, dict(self.baselines)
-            frame.after = after
-            # the same labels in the same order, each holding the very same baseline (compared in C: per fixture)
-            frame.untouched = list(before) == list(after) and all(map(operator.is_, before.values(), after.values()))
+            self.frames[index].after = dict(self.baselines)
 
     def _frame_index(self, fixture: Any) -> int | None:
         """The latest open frame of ``fixture`` (a parametrized fixture may be set up again)."""
@@ -296,7 +294,6 @@ class Isolation:
                     frame.before[label] = frame.after[label] = base
                 else:
                     frame.before.pop(label, None)
-                    frame.untouched = False
 
     def fixture_finished(self, fixture: Any, unchanged: bool = False) -> FixtureEnd | None:
         """A fixture's teardown ended: restore what it left changed. None when it had no frame. ``unchanged``: no
@@ -306,7 +303,7 @@ class Isolation:
             return None
         frame = self.frames.pop(index)
         later = self.frames[index:]  # started after it and still alive
-        if unchanged and frame.untouched and not later:  # the loop below would skip every object
+        if unchanged and not later and frame.left_alone():  # the loop below would skip every object
             return FixtureEnd(frame.setup_for, [])
         changes: list[str] = []
         unchecked: list[StateSpec] = []
@@ -325,7 +322,6 @@ class Isolation:
                 changes.extend(self._revert(spec, before, after))
                 for alive in later:  # changed since by a fixture still alive: nobody can tell whose the rest is
                     alive.before.pop(label, None)
-                    alive.untouched = False
                 self.settled = False
                 continue
             else:
@@ -353,7 +349,6 @@ class Isolation:
 
 
 _EXECUTE_LAMBDA: list[Any] = []  # the code of pytest's own lambda finalizer, once recognised (all share it)
-_NO_CODE = object()  # no finalizer's ``__code__``: none is taken for pytest's lambda before it was recognised
 
 
 def _pytests_own(finalizer: Any, finish: Any) -> bool:
@@ -399,26 +394,14 @@ def quiet_ends(finalizers: list[Any], framed: set[int]) -> set[int]:
     quiet: set[int] = set()
     fresh = True
     for finalizer in reversed(finalizers):
-        func = getattr(finalizer, "func", None)
-        fixture = getattr(func, "__self__", None)
-        if not (isinstance(fixture, FixtureDef) and isinstance(finalizer, functools.partial)
-                and getattr(func, "__func__", None) is finish):
+        fixture = getattr(getattr(finalizer, "func", None), "__self__", None)
+        if not (isinstance(fixture, FixtureDef) and _pytests_own(finalizer, finish)):
             fresh = False  # the project's code: whatever it changes is found at the next fixture's end
             continue
         own = getattr(fixture, "_finalizers", None)
-        if fresh and isinstance(own, list) and _all_pytests_own(own, finish):
+        if fresh and isinstance(own, list) and all([_pytests_own(f, finish) for f in own]):
             quiet.add(id(fixture))
         else:
             fresh = id(fixture) in framed  # its end is compared after its code ran
     return quiet
-
-
-def _all_pytests_own(finalizers: list[Any], finish: Any) -> bool:
-    """Whether every one of a fixture's own finalizers is pytest's (``_pytests_own``): its end runs no code of the
-    project. Most are pytest's lambda, matched by its code object here without a call."""
-    known = _EXECUTE_LAMBDA[0] if _EXECUTE_LAMBDA else _NO_CODE
-    for finalizer in finalizers:
-        if getattr(finalizer, "__code__", None) is not known and not _pytests_own(finalizer, finish):
-            return False
-    return True
 
