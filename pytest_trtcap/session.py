@@ -21,7 +21,7 @@ import trtcap_guards as guards
 
 from . import markers
 from .escaping import one_line
-from .isolation.frames import after_fixture_ends, node_finalizers, quiet_ends
+from .isolation.finalizers import after_fixture_ends, node_finalizers, pytests_own_argument, quiet_ends
 from .isolation.leaks import fixture_subject, report_leak
 from .report import ATTRIBUTE, OwnProperties, attach, summary_lines
 
@@ -65,15 +65,6 @@ def _isolated(item: pytest.Item) -> bool:
     return all(mark.name != markers.NO_ISOLATION for mark in _our_marks(item))
 
 
-def _pytests_own_argument(fixturedef: Any) -> bool:
-    """The fixture pytest makes for a directly parametrized argument: it returns ``request.param`` and runs no code
-    that could change held state, so it gets no frame (a frame costs a comparison of every held object at its setup
-    and again at its teardown, per argument of every parametrized test)."""
-    func = fixturedef.func
-    return getattr(func, "__name__", "") == "get_direct_param_fixture_func" and str(
-        getattr(func, "__module__", "")).startswith("_pytest.")
-
-
 def activate(state: TrtcapState) -> SessionPlugin:
     """Register the session's per-session hooks (once). A test already running joins in the phase it is in."""
     if state.session is None:
@@ -107,7 +98,7 @@ class SessionPlugin:
         self.unreported: list[str] = []  # project entries' errors no test could be failed with: for the summary
         self.quiet: set[int] = set()  # id() of fixtures whose end needs no comparison (``quiet_ends``)
         self.current_isolated = True  # ``_isolated(self.current)``, asked at every fixture's setup and end
-        self.arguments: dict[Any, bool] = {}  # FixtureDef -> ``_pytests_own_argument``, asked as often
+        self.arguments: dict[Any, bool] = {}  # FixtureDef -> ``pytests_own_argument``, asked as often
 
     def join(self, item: pytest.Item, when: str) -> None:
         """Registered while ``item`` runs (the session had been dormant). In its body, hold now: nothing held was
@@ -225,7 +216,7 @@ class SessionPlugin:
     def _own_argument(self, fixturedef: Any) -> bool:
         own = self.arguments.get(fixturedef)
         if own is None:
-            own = self.arguments[fixturedef] = _pytests_own_argument(fixturedef)
+            own = self.arguments[fixturedef] = pytests_own_argument(fixturedef)
         return own
 
     def pytest_fixture_post_finalizer(self, fixturedef: Any) -> None:

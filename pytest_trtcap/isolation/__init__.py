@@ -1,6 +1,7 @@
 """Isolation: Torch-TensorRT's global state held around each test and fixture, a leak named and restored in place.
 
-``frames`` holds the rule (a frame per test and fixture) and drives the specs; ``held_state`` lists every spec the
+``frames`` holds the rule (a frame per test and fixture) and drives the specs; ``finalizers`` reads from pytest's
+lists which fixture ends run no code and where a test's end check goes; ``held_state`` lists every spec the
 plugin holds; ``held_registry`` holds the converter registry and its compilation settings; ``inventory`` says
 which spec holds what, and why the rest of Torch-TensorRT's module-level state is not held; ``leaks`` words a leak
 and warns (or errs) with the classes here, exported from ``pytest_trtcap`` so warnings filters can name them.

@@ -30,14 +30,11 @@ The rule, per scope:
 
 from __future__ import annotations
 
-import functools
 import operator
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
-
-from _pytest.fixtures import FixtureDef  # loaded by pytest already; read at every test's end (``quiet_ends``)
 
 from ..escaping import one_line
 
@@ -343,65 +340,4 @@ class Isolation:
         if lines:
             self.baselines[spec.label] = spec.snapshot()
         return lines
-
-
-# --- which fixture ends need no comparison (read from pytest's finalizers) ----------------------------------
-
-
-_EXECUTE_LAMBDA: list[Any] = []  # the code of pytest's own lambda finalizer, once recognised (all share it)
-
-
-def _pytests_own(finalizer: Any, finish: Any) -> bool:
-    """One of pytest's own finalizers on a fixture: ending a fixture that depends on it (checked at its own end),
-    or calling ``pytest_fixture_post_finalizer`` (where its end is checked). Asked for every finalizer of every
-    fixture of a test, so the lambda is recognised by name once and by its code object after that."""
-    if isinstance(finalizer, functools.partial):
-        return getattr(finalizer.func, "__func__", None) is finish
-    code = getattr(finalizer, "__code__", None)
-    if code is None:
-        return False
-    if _EXECUTE_LAMBDA and code is _EXECUTE_LAMBDA[0]:
-        return True
-    if (getattr(finalizer, "__module__", None) == "_pytest.fixtures"
-            and getattr(finalizer, "__qualname__", None) == "FixtureDef.execute.<locals>.<lambda>"):
-        _EXECUTE_LAMBDA[:] = [code]
-        return True
-    return False
-
-
-def node_finalizers(item: Any) -> list[Any]:
-    """The list pytest runs the test's node finalizers from (taken when its body starts; the teardown pops it), or
-    an empty one where pytest keeps them in another way."""
-    stack = getattr(getattr(item.session, "_setupstate", None), "stack", None)
-    entry = stack.get(item) if isinstance(stack, dict) else None
-    return entry[0] if isinstance(entry, tuple) and entry and isinstance(entry[0], list) else []
-
-
-def after_fixture_ends(finalizers: list[Any]) -> int:
-    """Where in pytest's list of a test's node finalizers a check runs right after the last fixture's end (they run
-    from the end of the list): after the last fixture's ``finish``, else after the node's own teardown (index 0)."""
-    ends = [i for i, f in enumerate(finalizers) if _pytests_own(f, FixtureDef.finish)]
-    return ends[-1] + 1 if ends else 1
-
-
-def quiet_ends(finalizers: list[Any], framed: set[int]) -> set[int]:
-    """id() of the fixtures whose end needs no comparison: called when the test's own check has run, it reads the
-    finalizers left on the test's node in the order they will run; a fixture whose own finalizers are all pytest's
-    (no ``yield``, no ``addfinalizer``) runs no code when it ends, so while nothing else ran since the last check
-    the state is still the checked one. Any other finalizer ends that run. Where pytest keeps them in another way,
-    every fixture's end is compared."""
-    finish = FixtureDef.finish
-    quiet: set[int] = set()
-    fresh = True
-    for finalizer in reversed(finalizers):
-        fixture = getattr(getattr(finalizer, "func", None), "__self__", None)
-        if not (isinstance(fixture, FixtureDef) and _pytests_own(finalizer, finish)):
-            fresh = False  # the project's code: whatever it changes is found at the next fixture's end
-            continue
-        own = getattr(fixture, "_finalizers", None)
-        if fresh and isinstance(own, list) and all([_pytests_own(f, finish) for f in own]):
-            quiet.add(id(fixture))
-        else:
-            fresh = id(fixture) in framed  # its end is compared after its code ran
-    return quiet
 
