@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 #: The session's state once something needs it; None while the session is dormant; absent before configure and
 #: after unconfigure.
 _STATE = pytest.StashKey[Optional["TrtcapState"]]()
+_DRIVE = pytest.StashKey[Any]()  # the isolation drive (``isolation.drive.IsolationDrive``)
 
 # --- registration -----------------------------------------------------------------------------------
 
@@ -106,6 +107,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.declare(_state(config, resolved, tuple(impl.plugin for impl in target_hooks)))
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, "trtcap-fixtures")
+    _start_isolation(config)
     state = config.stash[_STATE]
     if "torch_tensorrt" in sys.modules:
         state = state or _state(config)
@@ -141,6 +143,25 @@ def _activate(config: pytest.Config) -> Any:
     return activate(_state(config))
 
 
+def _start_isolation(config: pytest.Config) -> None:
+    """Hold the settings' environment from the start, Torch-TensorRT's registries and the guards' state once the
+    suite imports Torch-TensorRT or first changes the guards (``isolation.drive``)."""
+    from .isolation.drive import IsolationDrive
+
+    def deliver(item: Any, leaks: list, **how: bool) -> None:
+        failures = drive.take_failures()
+        if leaks or failures:
+            _activate(config).leaks_found(item, leaks, failures, **how)
+
+    drive = config.stash[_DRIVE] = IsolationDrive(deliver)
+    config.pluginmanager.register(drive, "trtcap-isolation")
+    verbose = config.get_verbosity() > 0
+    if "torch_tensorrt" in sys.modules or changed():
+        drive.torch_tensorrt_imported(verbose)
+    else:  # called before the change: the guards' state as it was is the baseline
+        config.add_cleanup(on_first_change(lambda: drive.hold_builtins(verbose)))
+
+
 def _arm_import_hook(config: pytest.Config, answer: bool, capability: Any) -> None:
     """When the suite first imports torch_tensorrt: answer its device queries (GPU-less host), then guard."""
 
@@ -149,7 +170,9 @@ def _arm_import_hook(config: pytest.Config, answer: bool, capability: Any) -> No
             state = _state(config)
             state.torch_tensorrt_imported()
             _activate(config)
-            state.get_isolation().adopt_new()  # the baseline starts here, even inside a test body
+            drive = config.stash.get(_DRIVE, None)
+            if drive is not None:
+                drive.torch_tensorrt_imported(config.get_verbosity() > 0)  # the baseline starts here, wherever
 
     install_import_hook(answer=answer, after=[after_import], capability=capability)
 
@@ -234,6 +257,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = config.stash[_STATE]
     if (state is None or state.session is None) and (_in_use(config) or _carried_after_collection(session.items)):
         _activate(config).pytest_collection_finish(session)  # registered during this hook: pluggy would skip it
+    if config.hook.pytest_trtcap_isolated_state.get_hookimpls():
+        from .isolation.held_state import user_spec
+
+        for entry in _state(config).user_state_entries():
+            config.stash[_DRIVE].hold(user_spec(entry.label, entry.snapshot, entry.restore, entry.where))
 
 
 def _carried_after_collection(items: Any) -> bool:

@@ -75,7 +75,7 @@ class Findings(Protocol):
 
     skips: dict[str, str]
     needs_gpu: dict[str, str]
-    leaks: dict[str, str]
+    leaks: dict[str, tuple[str, str]]
     state: TrtcapState
 
     def fired_counts(self) -> Counter: ...
@@ -236,14 +236,22 @@ def _guard_lines(session: Findings) -> list[str]:
     return lines
 
 
-def _restored(leaks: dict[str, str]) -> str:
+def _restored(leaks: dict[str, tuple[str, str]]) -> str:
     """"restored" only where it is true: a leak whose restore failed says so on its line (``NOT_RESTORED``)."""
-    from .isolation.frames import NOT_RESTORED
+    from .isolation.ledger import NOT_RESTORED
 
-    failed = sum(NOT_RESTORED in what for what in leaks.values())
+    failed = sum(NOT_RESTORED in what for _, what in leaks.values())
     if not failed:
         return "restored"
     return "not restored" if failed == len(leaks) else f"restored except {failed}"
+
+
+def _leak_counts(leaks: dict[str, tuple[str, str]]) -> str:
+    """``1 test, 2 fixtures``: tests and fixtures counted apart, and what was found outside any test."""
+    kinds = Counter(kind for kind, _ in leaks.values())
+    words = (("test", "test", "tests"), ("fixture", "fixture", "fixtures"), ("other", "finding outside any test",
+                                                                              "findings outside any test"))
+    return ", ".join(f"{kinds[k]} {one if kinds[k] == 1 else many}" for k, one, many in words if kinds[k])
 
 
 def summary_lines(session: Findings) -> list[str]:
@@ -258,8 +266,8 @@ def summary_lines(session: Findings) -> list[str]:
 
         lines.append(needs_gpu.summary_line(session.needs_gpu.values()))
     if session.leaks:
-        lines.append(f"leaks: {len(session.leaks)} test(s) left global state changed ({_restored(session.leaks)})")
-        lines.extend(f"  {nodeid} -> {what}" for nodeid, what in session.leaks.items())
+        lines.append(f"leaks: {_leak_counts(session.leaks)} left global state changed ({_restored(session.leaks)})")
+        lines.extend(f"  {subject} -> {what}" for subject, (_, what) in session.leaks.items())
     lines.extend(_guard_lines(session))
     state = session.state
     if state.audit is not None:

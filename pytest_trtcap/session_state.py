@@ -8,21 +8,14 @@ quiet run; the report header, resolved settings or the session's first use make 
 
 from __future__ import annotations
 
-import os
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 
 import trtcap_guards as guards
 
 from .options import SPECS
-
-# Isolation's frames and specs are imported by ``TrtcapState.get_isolation`` when the first test needs them, not at
-# plugin load: loading the plugin is paid by every pytest run in the environment, collect-only and unrelated suites
-# included.
-if TYPE_CHECKING:
-    from .isolation.frames import Isolation
 
 
 class Setting(NamedTuple):
@@ -58,15 +51,6 @@ class Settings:
         return "Settings(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
 
 
-class RunningTest:
-    """The test running now and its phase (``setup``, ``call`` or ``teardown``), from ``PYTEST_CURRENT_TEST``."""
-
-    __slots__ = ("item", "when")
-
-    def __init__(self, item: pytest.Item, when: str) -> None:
-        self.item, self.when = item, when
-
-
 class TrtcapState:
     """Everything the plugin holds for one session."""
 
@@ -75,7 +59,6 @@ class TrtcapState:
         self.config = config
         self.settings = resolved if resolved is not None else Settings()
         self.exit = ExitStack()
-        self.isolation: Isolation | None = None
         self.session: Any = None  # the per-session hooks (session.SessionPlugin), once session.activate() ran
         self.guards_installed_by_us = False
         self.installed_targets: tuple = ()
@@ -83,18 +66,6 @@ class TrtcapState:
         self.user_state: list | None = None  # the project's pytest_trtcap_isolated_state entries, checked
         self.audit: Any = None  # audit.AuditSession under --trtcap-audit
         self.target_hook_plugins = target_hook_plugins  # what implemented the targets hook when settings resolved
-
-    # --- active -----------------------------------------------------------------------------------------------
-
-    def running_test(self) -> RunningTest | None:
-        """The test of this session that is running now, if any (pytest names it in ``PYTEST_CURRENT_TEST``)."""
-        current = os.environ.get("PYTEST_CURRENT_TEST", "")
-        nodeid, _, when = current.rpartition(" ")
-        session = self.config.pluginmanager.get_plugin("session")  # pytest registers its Session under that name
-        if not nodeid or session is None:
-            return None
-        item = next((i for i in getattr(session, "items", ()) if i.nodeid == nodeid), None)
-        return None if item is None else RunningTest(item, when.strip("()"))
 
     # --- state used once active ---------------------------------------------------------------------------
 
@@ -108,16 +79,6 @@ class TrtcapState:
                 entries = isolated_state_entries(self.config)
             self.user_state = entries
         return self.user_state
-
-    def get_isolation(self) -> Isolation:
-        if self.isolation is None:
-            from .isolation import frames, held_state
-
-            specs = held_state.builtin_specs(list_all=self.config.get_verbosity() > 0)
-            for entry in self.user_state_entries():
-                specs.append(frames.user_spec(entry.label, entry.snapshot, entry.restore, entry.where))
-            self.isolation = frames.Isolation(specs)
-        return self.isolation
 
     def torch_tensorrt_imported(self) -> None:
         """The suite imported torch_tensorrt: start the placement audit (if on) and install the guards."""

@@ -9,16 +9,16 @@ collections are in ``compare``. Nothing here imports torch_tensorrt. The registr
 from __future__ import annotations
 
 import operator
+import sys
 from collections import Counter
 from typing import Any, NamedTuple
 
 from trtcap_guards.tooling import REGISTRY_MODULE, loaded_converter_registry
 
-from .compare import Seen, name_of, plural, revert_list, same_dict, without_addresses
+from .compare import Seen, name_of, plural, same_dict, without_addresses
 
 #: A leak line lists this many targets of one registry; more are counted (``-v`` lists all).
 FEW = 3
-_ABSENT = object()  # a target not in a registry dict
 
 
 # --- converter registry: the list of registry dicts, each dict, each target's list of candidates ------------
@@ -35,6 +35,7 @@ class AllSeen(NamedTuple):
 
 
 class RegistrySnapshot(NamedTuple):
+    registry: Any  # ``DYNAMO_CONVERTERS`` itself: a test may rebind the module's name
     registries: list  # the registry's own list object
     entries: list  # its elements (dicts), by identity
     names: list
@@ -58,12 +59,14 @@ def registry_snapshot() -> RegistrySnapshot:
     reg = _registry()
     dicts = tuple((d, dict(d), {k: list(v) if isinstance(v, list) else v for k, v in d.items()})
                   for d in reg.registries if isinstance(d, dict))
-    return RegistrySnapshot(reg.registries, list(reg.registries), list(reg.registry_names),
+    return RegistrySnapshot(reg, reg.registries, list(reg.registries), list(reg.registry_names),
                             list(reg.registry_calling_conventions), dicts, tuple([None] for _ in dicts), [None])
 
 
 def registry_changed(snap: RegistrySnapshot) -> bool:
     reg = _registry()
+    if reg is not snap.registry:
+        return True
     now = reg.registries
     if now is not snap.registries or len(now) != len(snap.entries) or not all(map(operator.is_, now, snap.entries)):
         return True
@@ -83,7 +86,8 @@ def registry_changed(snap: RegistrySnapshot) -> bool:
 
 
 def registry_restore(snap: RegistrySnapshot) -> None:
-    reg = _registry()
+    reg = snap.registry
+    sys.modules[REGISTRY_MODULE].DYNAMO_CONVERTERS = reg
     snap.registries[:] = snap.entries
     reg.registries = snap.registries
     reg.registry_names[:] = snap.names
@@ -135,76 +139,6 @@ def _dict_changes(d: dict, contents: dict) -> list[TargetChange]:
     return sorted(out)
 
 
-class DictSide(NamedTuple):
-    """One registry dict as a snapshot saw it: its values by identity, and its lists' contents."""
-
-    objects: dict
-    contents: dict
-
-
-def _same(a: Any, b: Any) -> bool:
-    """The same value, a list's candidates compared by identity (a candidate's ``==`` compares its fields)."""
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(x is y for x, y in zip(a, b))
-    return a is b
-
-
-def _put_back_target(d: dict, key: Any, was: DictSide) -> str:
-    """A target the fixture removed: back, unless somebody registered it again since."""
-    if key in d:
-        return ""
-    d[key] = was.objects[key]
-    if isinstance(d[key], list):
-        d[key][:] = was.contents[key]
-    return "target removed"
-
-
-def _revert_target(d: dict, key: Any, was: DictSide, made: DictSide) -> str:
-    """Take one target's change out of ``d``; what was taken out, worded like ``_dict_changes`` ("" for nothing:
-    what it did was undone or changed since)."""
-    if key not in made.objects:
-        return _put_back_target(d, key, was)
-    live, added = d.get(key, _ABSENT), made.contents[key]
-    if isinstance(live, list) and isinstance(added, list):
-        old = was.contents.get(key, [])
-        done = revert_list(live, old if isinstance(old, list) else [], added)
-        if key not in was.objects and not live:
-            del d[key]
-            return f"target added ({plural(len(done.taken_out), 'converter')})"
-        if not (done.taken_out or done.put_back):
-            return ""
-        return _list_change([x for _, x in done.put_back], [x for _, x in done.taken_out])
-    if live is not made.objects[key]:
-        return ""
-    if key in was.objects:
-        d[key] = was.objects[key]
-        return "converter replaced"
-    del d[key]
-    return "target added (1 converter)"
-
-
-def registry_revert(before: RegistrySnapshot, after: RegistrySnapshot, list_all: bool = False) -> list[str]:
-    """Take out of each registry dict what changed from ``before`` to ``after`` (a fixture's setup) and is still
-    as it left it: a target it added, one it removed, the candidates it added to or removed from a target's list.
-    The registry's list of dicts, its names and conventions are left alone (no fixture was seen changing them)."""
-    out: list[str] = []
-    for d, objects, contents in after.dicts:
-        held = next((DictSide(o, c) for other, o, c in before.dicts if other is d), None)
-        if held is None:
-            continue
-        made = DictSide(objects, contents)
-        changes = []
-        for key in made.contents.keys() | held.contents.keys():
-            if key in made.objects and key in held.objects and made.objects[key] is held.objects[key] and _same(
-                    made.contents[key], held.contents[key]):
-                continue
-            what = _revert_target(d, key, held, made)
-            if what:
-                changes.append(TargetChange(name_of(key), what))
-        out += _registry_lines(_registry_name(after, d), sorted(changes), list_all)
-    return sorted(out)
-
-
 def _registry_lines(registry: str, changes: list[TargetChange], list_all: bool) -> list[str]:
     """One line per target, or, past ``FEW`` targets (without ``-v``), one line for the registry: how many targets
     changed and how, and the first few by name."""
@@ -222,7 +156,9 @@ def _registry_name(snap: RegistrySnapshot, d: dict) -> str:
 
 
 def registry_describe(snap: RegistrySnapshot, list_all: bool = False) -> list[str]:
-    reg = _registry()
+    if _registry() is not snap.registry:
+        return [f"{REGISTRY_MODULE.rpartition('.')[2]}.DYNAMO_CONVERTERS rebound"]
+    reg = snap.registry
     out: list[str] = []
     if reg.registries is not snap.registries:
         out.append("DYNAMO_CONVERTERS.registries rebound")
@@ -250,32 +186,53 @@ def _copy_collection(value: Any) -> Any:
 
 
 class SettingsSnapshot(NamedTuple):
-    """The settings object by identity and by value (its fields, collections copied: an edit in place of the object
-    the validators and the audit read is a change), and ``disallowed_targets`` by identity and value."""
+    """The settings object by identity and by value all the way down (its fields, collections copied, and the fields
+    of every object it holds, such as ``device``: an edit in place of what the validators and the audit read is a
+    change), and ``disallowed_targets`` by identity and value."""
 
     settings: Any
     values: dict[str, Any] | None  # None: the settings hold no fields (None before the first compile)
     disallowed: Any
     disallowed_contents: Any
+    nested: tuple[tuple[str, Any, dict[str, Any]], ...]  # (path, object, its fields) of each object held below
 
 
 def _fields_of(settings: Any) -> dict[str, Any] | None:
     return getattr(settings, "__dict__", None) if settings is not None else None
 
 
+def _held_objects(path: str, value: Any, depth: int = 0) -> list[tuple[str, Any, dict[str, Any]]]:
+    """Every plain object reachable from ``value`` through fields, lists, tuples and dict values, with a copy of its
+    fields: classes, functions and modules are held by identity only."""
+    if depth > 4:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [found for item in value for found in _held_objects(path, item, depth + 1)]
+    if isinstance(value, dict):
+        return [found for k, v in value.items() for found in _held_objects(f"{path}[{k!r}]", v, depth + 1)]
+    fields = getattr(value, "__dict__", None)
+    if not isinstance(fields, dict) or isinstance(value, type) or callable(value) or hasattr(value, "__spec__"):
+        return []
+    out = [(path, value, {k: _copy_collection(v) for k, v in fields.items()})]
+    return out + [found for k, v in fields.items() for found in _held_objects(f"{path}.{k}", v, depth + 1)]
+
+
 def settings_snapshot() -> SettingsSnapshot:
     reg = _registry()
     fields = _fields_of(reg.compilation_settings)
     values = None if fields is None else {k: _copy_collection(v) for k, v in fields.items()}
+    nested = () if fields is None else tuple(
+        found for k, v in fields.items() for found in _held_objects(f"compilation_settings.{k}", v))
     return SettingsSnapshot(reg.compilation_settings, values, reg.disallowed_targets,
-                            _copy_collection(reg.disallowed_targets))
+                            _copy_collection(reg.disallowed_targets), nested)
 
 
 def settings_changed(snap: SettingsSnapshot) -> bool:
-    """Identity first, then one C-level comparison of the held object's fields (only once a compile set them)."""
+    """Identity first, then C-level comparisons of the held object's fields and of each object's below it."""
     reg = _registry()
     return (reg.compilation_settings is not snap.settings or reg.disallowed_targets != snap.disallowed_contents
-            or (snap.values is not None and _fields_of(snap.settings) != snap.values))
+            or (snap.values is not None and _fields_of(snap.settings) != snap.values)
+            or any(_fields_of(obj) != fields for _, obj, fields in snap.nested))
 
 
 def _restore_collection(held: Any, contents: Any) -> bool:
@@ -308,6 +265,9 @@ def settings_restore(snap: SettingsSnapshot) -> None:
     reg = _registry()
     if snap.values is not None and _fields_of(snap.settings) != snap.values:
         _restore_fields(snap.settings, snap.values)
+    for _, obj, fields in snap.nested:
+        if _fields_of(obj) != fields:
+            _restore_fields(obj, fields)
     _restore_collection(snap.disallowed, snap.disallowed_contents)
     reg.compilation_settings, reg.disallowed_targets = snap.settings, snap.disallowed
 
@@ -319,15 +279,22 @@ def _shown(value: Any) -> str:
 
 
 def _field_changes(snap: SettingsSnapshot) -> list[str]:
-    now, before = _fields_of(snap.settings), snap.values
+    out = _object_changes("compilation_settings", snap.settings, snap.values, snap.disallowed)
+    for path, obj, fields in snap.nested:
+        out += _object_changes(path, obj, fields, snap.disallowed)
+    return sorted(out)
+
+
+def _object_changes(path: str, obj: Any, before: dict[str, Any] | None, disallowed: Any) -> list[str]:
+    now = _fields_of(obj)
     if before is None or now is None or now == before:
         return []
-    out = [f"compilation_settings.{k} added" for k in now.keys() - before.keys()]
-    out += [f"compilation_settings.{k} removed" for k in before.keys() - now.keys()]
-    out += [f"compilation_settings.{k} changed: {_shown(now[k])}, was {_shown(before[k])}"
+    out = [f"{path}.{k} added" for k in now.keys() - before.keys()]
+    out += [f"{path}.{k} removed" for k in before.keys() - now.keys()]
+    out += [f"{path}.{k} changed: {_shown(now[k])}, was {_shown(before[k])}"
             for k in now.keys() & before.keys()
-            if now[k] != before[k] and now[k] is not snap.disallowed]  # that set is named as disallowed_targets
-    return sorted(out)
+            if now[k] != before[k] and now[k] is not disallowed]  # that set is named as disallowed_targets
+    return out
 
 
 def settings_describe(snap: SettingsSnapshot) -> list[str]:

@@ -12,15 +12,72 @@ import dataclasses
 import functools
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from trtcap_guards import restore_state, state_snapshot
 from trtcap_guards.tooling import INTERPRETER_MODULE, POPULATE, describe_changes, is_builder_wrapper
 
 from . import held_registry as reg
-from .compare import multiset_missing, name_of, revert_list, same_dict
-from .frames import StateSpec
+from .compare import multiset_missing, name_of, same_dict
 from .held_registry import REGISTRY_MODULE
+
+
+@dataclass
+class StateSpec:
+    """How to hold one piece of global state. ``describe`` returning nothing restores silently."""
+
+    label: str
+    snapshot: Callable[[], Any]
+    restore: Callable[[Any], None]
+    changed: Callable[[Any], bool]  # cheap exact check against a snapshot
+    describe: Callable[[Any], list[str]]  # what changed since the snapshot, for the leak report
+    available: Callable[[], bool] = lambda: True
+    failure: str = ""  # a project's entry whose code raised: the error to report (``user_spec``)
+    unrestored: str = ""  # its last restore() raised: what its leak lines end with
+
+
+def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None], where: str = "") -> StateSpec:
+    """A spec from ``pytest_trtcap_isolated_state``: compared with ``!=``, reported under its label.
+
+    Its code is the project's, called from inside pytest's hooks: one that raises (or snapshots that refuse ``!=``:
+    arrays, tensors) would break pytest's teardown. So a failure is kept on the spec as an error naming the hook, its
+    file and the entry, the entry is held no longer, and the drive reports the error on the test in progress. Each
+    snapshot is boxed in a 1-tuple, so that any value, None included, is a snapshot."""
+    spec = StateSpec(str(label), snapshot, restore, lambda _snap: False, lambda _snap: [f"{label} changed"])
+
+    def failed(step: str, exc: Exception) -> None:
+        from ..hook_results import entry_failure
+
+        spec.failure = spec.failure or entry_failure(where, label, step, exc)
+
+    def held_snapshot() -> Any:
+        try:
+            return (snapshot(),)
+        except Exception as exc:  # the project's code: reported, never raised through a pytest hook
+            failed("snapshot", exc)
+            return (None,)
+
+    def changed(snap: Any) -> bool:
+        now = held_snapshot()
+        if spec.failure:
+            return False
+        try:
+            return bool(now[0] != snap[0])
+        except Exception as exc:  # an elementwise result with no truth value, or a comparison that raises
+            failed("compare", exc)
+            return False
+
+    def held_restore(snap: Any) -> None:
+        try:
+            restore(snap[0])
+        except Exception as exc:  # the state stays as the test left it; the error and the leak line say so
+            failed("restore", exc)
+            spec.unrestored = f"(not restored: the restore() of entry {label!r} failed)"
+
+    spec.snapshot, spec.changed, spec.restore = held_snapshot, changed, held_restore
+    spec.available = lambda: not spec.failure
+    return spec
 
 ATOMIC_MODULE = "torch_tensorrt.dynamo.partitioning._atomic_subgraphs"
 PASSES_MODULE = "torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass"
@@ -75,23 +132,23 @@ def format_atomic_entry(entry: Any) -> str:
 
 
 def _atomic_describe(snap: tuple[list, list]) -> list[str]:
-    now, before = _atomic().ATOMIC_SUBGRAPHS, snap[1]
-    out = [f"added ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for e in now if e not in before]
-    out += [f"removed ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for e in before if e not in now]
+    now, before = list(_atomic().ATOMIC_SUBGRAPHS), snap[1]
+    out = [f"added ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for _, e in _missing_by_value(now, before)]
+    out += [f"removed ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for _, e in _missing_by_value(before, now)]
     return out or ["ATOMIC_SUBGRAPHS reordered"]
 
 
-def _atomic_revert(before: tuple[list, list], after: tuple[list, list]) -> list[str]:
-    """Entries a fixture's setup added and still there: out; entries it removed: back (``StateSpec.revert``)."""
-    module = _atomic()
-    live = module.ATOMIC_SUBGRAPHS
-    if not isinstance(live, list):
-        return []
-    done = revert_list(live, before[1], after[1])
-    if done.taken_out or done.put_back:
-        _clear_traced(module)
-    return ([f"added ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for _, e in done.taken_out]
-            + [f"removed ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for _, e in done.put_back])
+def _missing_by_value(items: list, other: list) -> list[tuple[int, Any]]:
+    """(index, item) of ``items`` with no equal partner left in ``other``, counted: a duplicate is an addition."""
+    left = list(other)
+    out = []
+    for i, item in enumerate(items):
+        j = next((k for k, x in enumerate(left) if x is item or x == item), None)
+        if j is None:
+            out.append((i, item))
+        else:
+            del left[j]
+    return out
 
 
 # --- lowering pass managers ----------------------------------------------------------------------------------
@@ -107,33 +164,29 @@ def pass_manager_spec(manager: str, label: str, noun: str) -> StateSpec:
     def pm() -> Any:
         return getattr(sys.modules[PASSES_MODULE], manager)
 
-    def snapshot() -> tuple[list, list]:
-        return (pm().passes, list(pm().passes))
+    def snapshot() -> tuple[Any, list, list]:
+        return (pm(), pm().passes, list(pm().passes))
 
-    def changed(snap: tuple[list, list]) -> bool:
-        now = getattr(sys.modules[PASSES_MODULE], manager).passes  # (``pm()``, without a call: at every check)
-        return now is not snap[0] or now != snap[1]
+    def changed(snap: tuple[Any, list, list]) -> bool:
+        now = pm()
+        return now is not snap[0] or now.passes is not snap[1] or now.passes != snap[2]
 
-    def restore(snap: tuple[list, list]) -> None:
-        snap[0][:] = snap[1]
-        pm().passes = snap[0]
+    def restore(snap: tuple[Any, list, list]) -> None:
+        setattr(sys.modules[PASSES_MODULE], manager, snap[0])
+        snap[1][:] = snap[2]
+        snap[0].passes = snap[1]
 
     def lines(added: list[tuple[int, Any]], removed: list[tuple[int, Any]]) -> list[str]:
         return ([f"added {noun} {_passname_of(p)} at index {i}" for i, p in added]
                 + [f"removed {noun} {_passname_of(p)} from index {i}" for i, p in removed])
 
-    def describe(snap: tuple[list, list]) -> list[str]:
+    def describe(snap: tuple[Any, list, list]) -> list[str]:
+        rebound = [f"{manager} rebound"] if pm() is not snap[0] else []
         now = list(pm().passes)
-        return lines(multiset_missing(now, snap[1]), multiset_missing(snap[1], now)) or [
+        return rebound + lines(multiset_missing(now, snap[2]), multiset_missing(snap[2], now)) or [
             f"{manager} passes reordered"]
 
-    def revert(before: tuple[list, list], after: tuple[list, list]) -> list[str]:
-        live = pm().passes
-        if not isinstance(live, list):
-            return []
-        return lines(*revert_list(live, before[1], after[1]))
-
-    return StateSpec(label, snapshot, restore, changed, describe, available=_loaded(PASSES_MODULE), revert=revert)
+    return StateSpec(label, snapshot, restore, changed, describe, available=_loaded(PASSES_MODULE))
 
 
 # --- tables (op or rule id -> function): decompositions, constant-fold exclusion rules ---------------------------
@@ -164,11 +217,7 @@ def table_spec(module_name: str, table: str, noun: str) -> StateSpec:
     def describe(snap: tuple[dict, dict]) -> list[str]:
         return _table_lines(getattr(module(), table), snap[1], noun) or [f"{table} rebound"]
 
-    def revert(before: tuple[dict, dict], after: tuple[dict, dict]) -> list[str]:
-        live = getattr(module(), table)
-        return _table_lines(*_revert_table(live, before[1], after[1]), noun) if isinstance(live, dict) else []
-
-    return StateSpec(table, snapshot, restore, changed, describe, available=_loaded(module_name), revert=revert)
+    return StateSpec(table, snapshot, restore, changed, describe, available=_loaded(module_name))
 
 
 def _table_lines(now: dict, before: dict, noun: str) -> list[str]:
@@ -179,26 +228,6 @@ def _table_lines(now: dict, before: dict, noun: str) -> list[str]:
     out += [f"{key(k)}: {noun} replaced" for k in now.keys() & before.keys() if now[k] is not before[k]]
     return sorted(out)
 
-
-_ABSENT = object()  # a key not in a table
-
-
-def _revert_table(live: dict, before: dict, after: dict) -> tuple[dict, dict]:
-    """Take the change ``before`` -> ``after`` out of ``live`` where each entry is still as it left it; the entries
-    taken out as (as it left them, as they were), for ``_table_lines``."""
-    left, was = {}, {}
-    for k in after.keys() | before.keys():
-        if k in after and live.get(k, _ABSENT) is not after[k]:
-            continue  # removed or replaced since, or unchanged by it
-        if k in before and (k in after and before[k] is after[k] or k not in after and k in live):
-            continue  # unchanged by it, or re-added since it removed it
-        if k in after:
-            left[k] = after[k]
-        if k in before:
-            was[k] = live[k] = before[k]
-        else:
-            del live[k]
-    return left, was
 
 
 # --- the guards' own state --------------------------------------------------------------------------------------
@@ -277,14 +306,13 @@ def builtin_specs(list_all: bool = False) -> list[StateSpec]:
     (``-v``): a leak line names every changed converter target, not the first few of each registry."""
     return [
         StateSpec("converter registry", reg.registry_snapshot, reg.registry_restore, reg.registry_changed,
-                  functools.partial(reg.registry_describe, list_all=list_all), available=_loaded(REGISTRY_MODULE),
-                  revert=functools.partial(reg.registry_revert, list_all=list_all)),
+                  functools.partial(reg.registry_describe, list_all=list_all), available=_loaded(REGISTRY_MODULE)),
         StateSpec("builder wrapper", _builder_snapshot, _builder_restore, _builder_changed, _builder_describe,
                   available=lambda: hasattr(sys.modules.get(INTERPRETER_MODULE), "TRTInterpreter")),
         StateSpec("converter registry settings", reg.settings_snapshot, reg.settings_restore,
                   reg.settings_changed, reg.settings_describe, available=_loaded(REGISTRY_MODULE)),
         StateSpec("ATOMIC_SUBGRAPHS", _atomic_snapshot, _atomic_restore, _atomic_changed, _atomic_describe,
-                  available=_loaded(ATOMIC_MODULE), revert=_atomic_revert),
+                  available=_loaded(ATOMIC_MODULE)),
         pass_manager_spec("ATEN_PRE_LOWERING_PASSES", "ATEN_PRE_LOWERING_PASSES", "pre-lowering pass"),
         pass_manager_spec("ATEN_POST_LOWERING_PASSES", "ATEN_POST_LOWERING_PASSES", "lowering pass"),
         table_spec(DECOMPOSITIONS_MODULE, "TORCH_TRT_DECOMPOSITIONS", "decomposition"),

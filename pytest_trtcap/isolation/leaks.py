@@ -33,21 +33,20 @@ def fixture_subject(argname: str, scope: str, nodeid: str, setup_for: str) -> st
     return f"{nodeid} ({what}, {scope} scope{since})"
 
 
-def report_leak(item: pytest.Item, subject: str, changes: list[str], strict: Any) -> TrtcapLeakError | None:
-    """Warn about a leak; the error to raise under ``--trtcap-strict`` (``strict``) or a filter that makes
-    warnings errors.
-
-    The classes are imported here, as ``sys.modules`` holds them now, as a filter naming them is resolved: this
-    session may have woken during an in-process pytester run that has since dropped the module it loaded."""
+def report_leak(item: pytest.Item | None, subject: str, changes: list[str], strict: Any) -> TrtcapLeakError | None:
+    """Warn about a leak, at the test's line (``item``; None: found outside any test); the error to raise under
+    ``--trtcap-strict`` (``strict``) or a filter that makes warnings errors."""
     from . import TrtcapLeakError, TrtcapLeakWarning
 
     what = "; ".join(changes)
-    path, lineno, _ = item.location
+    warning = TrtcapLeakWarning(f"{subject} leaked global state: {what}")
     try:
-        warnings.warn_explicit(
-            TrtcapLeakWarning(f"{subject} leaked global state: {what}"),
-            TrtcapLeakWarning, filename=str(item.config.rootpath / path), lineno=(lineno or 0) + 1,
-        )
+        if item is None:
+            warnings.warn(warning, stacklevel=1)
+        else:
+            path, lineno, _ = item.location
+            warnings.warn_explicit(warning, TrtcapLeakWarning, filename=str(item.config.rootpath / path),
+                                   lineno=(lineno or 0) + 1)
     except Warning as exc:  # -W error / filterwarnings = error: an error of this test, not of pytest
         return TrtcapLeakError(
             f"trtcap: {subject} leaked global state ({type(exc).__name__} is an error under the "

@@ -1,0 +1,207 @@
+"""The isolation contract, driven by pytest's public hooks (the rule itself is ``ledger``'s).
+
+* A test is one unit with everything that ends with it: from the start of its setup to the end of its own
+  teardown (its body, its function-scoped fixtures, every finalizer added to its node or to those fixtures, and the
+  project's ``pytest_runtest_setup``/``pytest_runtest_teardown`` hooks). Its end is the start of the first teardown
+  of a wider fixture in its teardown, or else the end of its teardown.
+* A fixture of a wider scope is a unit from the start of its setup to its ``pytest_fixture_post_finalizer``; it
+  owns what its setup and its teardown change. Where its teardown is part of a test's, what the finalizers that
+  pytest runs after it (``request.node.addfinalizer``) put back is its clean-up: it is judged when the test's
+  teardown ends.
+* What changes between two tests belongs to no unit: it is named as found outside any test, and put back.
+
+The hooks read only what pytest hands them (the item, the fixture's ``argname``, ``scope`` and ``addfinalizer``),
+so pytest calling ``pytest_fixture_post_finalizer`` once (9.1 on) or again through a dependent's end (before 9.1)
+changes nothing: a fixture's end is seen once, the first time, and any later call finds no live unit.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Generator
+from typing import Any
+
+import pytest
+
+from ..options import NO_ISOLATION, SPECS
+from .held_state import StateSpec
+from .leaks import fixture_subject
+from .ledger import Leak, Ledger, Unit
+
+_ENVIRONMENT = tuple(spec.env for spec in SPECS)
+
+
+def environment_spec() -> StateSpec:
+    """The settings' environment variables: the guards read ``TRTCAP_TARGET_SM`` whenever they decide."""
+
+    def snapshot() -> dict[str, str | None]:
+        return {name: os.environ.get(name) for name in _ENVIRONMENT}
+
+    def restore(snap: dict[str, str | None]) -> None:
+        for name, value in snap.items():
+            if value is None:
+                os.environ.pop(name, None)
+            elif os.environ.get(name) != value:
+                os.environ[name] = value
+
+    def describe(snap: dict[str, str | None]) -> list[str]:
+        now = snapshot()
+        return [f"environment {name}={now[name]!r}, was {'unset' if snap[name] is None else repr(snap[name])}"
+                if now[name] is not None else f"environment {name} unset, was {snap[name]!r}"
+                for name in _ENVIRONMENT if now[name] != snap[name]]
+
+    return StateSpec("environment", snapshot, restore, lambda snap: snapshot() != snap, describe)
+
+
+class IsolationDrive:
+    """Per-config hooks: which unit runs now, its boundaries, and the leaks found, handed to ``deliver``."""
+
+    def __init__(self, deliver: Callable[..., Any]) -> None:
+        self.ledger = Ledger([environment_spec()])
+        self.deliver = deliver
+        self.item: pytest.Item | None = None
+        self.phase = ""
+        self.test: Unit | None = None
+        self.running: list[Unit] = []  # whose code runs now: the test (or its node unit), then fixtures in setup
+        self.frames: dict[Any, tuple[Unit, str]] = {}  # alive wider-scoped fixture -> its unit, set up for
+        self.found: list[Leak] = []  # leaks found since the current test began, reported at its teardown's end
+        self.full = False  # the built-in specs are held (Torch-TensorRT imported, or the guards changed)
+        self.reported: set[str] = set()  # labels of the project's entries whose failure was reported
+
+    # --- what is held -------------------------------------------------------------------------------------------
+
+    def hold_builtins(self, list_all: bool = False, guards_before: Any = None) -> None:
+        """Hold Torch-TensorRT's registries and the guards' state from now on. ``guards_before``: the guards'
+        state before a change under way (the first change of this process)."""
+        if self.full:
+            return
+        self.full = True
+        from .held_state import builtin_specs
+
+        for spec in builtin_specs(list_all=list_all):
+            self.ledger.add(spec, guards_before if spec.label == "guards" else None)
+
+    def hold(self, spec: StateSpec) -> None:
+        self.ledger.add(spec)
+
+    def torch_tensorrt_imported(self, list_all: bool = False) -> None:
+        self.hold_builtins(list_all)
+        self.ledger.see_new()
+
+    def take_failures(self) -> list[str]:
+        """The errors of the project's entries that failed since the last call, each once."""
+        new = [spec for spec in self.ledger.specs if spec.failure and spec.label not in self.reported]
+        self.reported.update(spec.label for spec in new)
+        return [spec.failure for spec in new]
+
+    # --- tests --------------------------------------------------------------------------------------------------
+
+    def _owner(self) -> Unit:
+        if self.running:
+            return self.running[-1]
+        outside = Unit("outside any test or fixture", "outside")
+        self.running.append(outside)
+        return outside
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        outside = self.running[0] if self.running else Unit("", "outside")
+        outside.subject = f"outside any test or fixture (found before {item.nodeid})"
+        self.ledger.boundary(outside)
+        self.found += self.ledger.end(outside)
+        self.item, self.phase = item, "setup"
+        self.test = Unit(item.nodeid, "test", adopt=item.get_closest_marker(NO_ISOLATION) is not None)
+        self.running = [self.test]
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:  # noqa: ARG002
+        self.phase = "call"
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        self.phase = "teardown"
+        try:
+            result = yield
+        except BaseException:
+            self._close()
+            self.deliver(item, self._take(), teardown_failed=True)
+            raise
+        self._close()
+        self.deliver(item, self._take())
+        return result
+
+    def _take(self) -> list[Leak]:
+        found, self.found = self.found, []
+        return found
+
+    def _end_test(self) -> None:
+        """The test's own code has all run: judge it; what runs after it in its teardown are wider nodes' ends."""
+        test = self.test
+        if test is None or not test.alive:
+            return
+        self.ledger.boundary(self._owner())
+        self.found += self.ledger.end(test)
+        self.running = [Unit(f"{test.subject} (finalizers of its module, class or session)", "node")]
+
+    def _close(self) -> None:
+        """The test's teardown ended: judge the test if no wider fixture ended first, then what was left to the
+        finalizers that ran after the wider fixtures' ends."""
+        self._end_test()
+        node = self.running[0] if self.running else None
+        if node is not None:
+            self.ledger.boundary(node)
+            self.found += self.ledger.end(node)
+        self.item, self.test, self.phase, self.running = None, None, "", []
+
+    # --- fixtures of a wider scope ------------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_fixture_setup(self, fixturedef: Any) -> Generator[None, Any, Any]:
+        if fixturedef.scope == "function":
+            return (yield)
+        unit = Unit("", "fixture")
+        self.ledger.boundary(self._owner())
+        self.running.append(unit)
+        try:
+            return (yield)
+        finally:
+            self.ledger.boundary(unit)
+            if unit in self.running:
+                self.running.remove(unit)
+            self.frames[fixturedef] = (unit, self.item.nodeid if self.item is not None else "")
+            fixturedef.addfinalizer(functools.partial(self._teardown_begins, fixturedef))
+
+    def _teardown_begins(self, fixturedef: Any) -> None:
+        """Its teardown starts (this finalizer was added after its own): first the test's end, in a teardown."""
+        unit = self.frames.get(fixturedef, (None, ""))[0]
+        if unit is None:
+            return
+        if self.phase == "teardown":
+            self._end_test()
+        self.ledger.boundary(self._owner())
+        self.running.append(unit)
+
+    def pytest_fixture_post_finalizer(self, fixturedef: Any) -> None:
+        unit, setup_for = self.frames.pop(fixturedef, (None, ""))
+        if unit is None:  # never set up here, or its end was seen already
+            return
+        self.ledger.boundary(unit)
+        if unit in self.running:
+            self.running.remove(unit)
+        current = self.item.nodeid if self.item is not None else ""
+        unit.subject = fixture_subject(fixturedef.argname, fixturedef.scope, current or setup_for, setup_for)
+        node = self.running[0] if self.phase == "teardown" and self.running else None
+        self.found += self.ledger.end(unit, defer_to=node if node is not None and node.kind == "node" else None)
+        if self.item is None:  # torn down outside any test (an interrupted session's end)
+            self.deliver(None, self._take())
+
+    def pytest_sessionfinish(self) -> None:
+        """An interrupted test (KeyboardInterrupt, ``pytest.exit``) never reached its teardown's end."""
+        if self.item is not None:
+            item = self.item
+            self._close()
+            self.deliver(item, self._take(), interrupted=True)
+

@@ -1,0 +1,158 @@
+"""The isolation contract as a model of held state: who changed each held object, and the judgement when they end.
+
+Units are a test (with its function-scoped fixtures and every finalizer that ends with it) and a fixture of a wider
+scope; the drive (``drive``) says which unit runs now and when each ends. At every such boundary each held object
+is compared with its state at the last one: a change is the running unit's, kept in a *layer* (its owners, and the
+object's state before them). When a unit ends, its layers (and any above them) must be back to that state:
+
+* nobody else who made a layer above it is alive: judged now. Not back: a leak of those owners, put back;
+* one of them is alive: the changes are entangled (values cannot tell them apart), so they are judged together when
+  the last of those owners ends, and a leak names every one of them ("fixture 'a' or test x").
+
+Nothing here knows pytest: ``tests/isolation_oracle.py`` checks the drive against a model written apart from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..escaping import one_line
+from .held_state import StateSpec
+
+
+@dataclass(eq=False)
+class Unit:
+    """A test, a fixture of a wider scope, or the finalizers a teardown runs after its fixtures ended."""
+
+    subject: str  # how a leak names it
+    kind: str  # "test", "fixture", "node", "outside"
+    alive: bool = True
+    adopt: bool = False  # ``trtcap_no_isolation``: what it leaves is kept, and becomes the baseline
+
+
+@dataclass(eq=False)
+class Layer:
+    owners: list[Unit]
+    before: Any  # the held object's snapshot before the first of their changes
+
+
+@dataclass
+class Leak:
+    owners: list[Unit]
+    lines: list[str]
+
+    @property
+    def subject(self) -> str:
+        named = [u for u in self.owners if u.kind != "node"] or self.owners
+        return " or ".join(dict.fromkeys(u.subject for u in named))
+
+    @property
+    def kind(self) -> str:
+        """"test" where a test is among those named, else the kind of the first named."""
+        kinds = [u.kind for u in self.owners if u.kind != "node"] or [self.owners[0].kind]
+        return "test" if "test" in kinds else kinds[0]
+
+
+#: Ends a leak line whose restore failed: "restored" must be true.
+NOT_RESTORED = "(not restored: "
+
+
+@dataclass
+class Ledger:
+    """The held objects' state at the last boundary, and the layers of changes not judged yet."""
+
+    specs: list[StateSpec] = field(default_factory=list)
+    last: dict[str, Any] = field(default_factory=dict)  # label -> snapshot at the last boundary
+    layers: dict[str, list[Layer]] = field(default_factory=dict)
+    pristine: dict[str, Any] = field(default_factory=dict)  # label -> state before an adopted change
+
+    def add(self, spec: StateSpec, baseline: Any = None) -> None:
+        """Hold ``spec`` from now on (``baseline``: its state before a change already under way)."""
+        if all(s.label != spec.label for s in self.specs):
+            self.specs.append(spec)
+            if spec.available():
+                self.last[spec.label] = spec.snapshot() if baseline is None else baseline
+
+    def see_new(self) -> None:
+        """Baseline the specs that became available (Torch-TensorRT was imported, wherever that happened)."""
+        for spec in self.specs:
+            if spec.label not in self.last and spec.available():
+                self.last[spec.label] = spec.snapshot()
+
+    def _live(self) -> list[StateSpec]:
+        return [spec for spec in self.specs if spec.available()]
+
+    def boundary(self, owner: Unit) -> None:
+        """A boundary of ``owner``'s run: what changed since the last one is its change."""
+        for spec in self._live():
+            label = spec.label
+            before = self.last.get(label)
+            if before is None:
+                self.last[label] = spec.snapshot()
+                continue
+            if not spec.changed(before):
+                continue
+            stack = self.layers.setdefault(label, [])
+            if not (stack and any(u is owner for u in stack[-1].owners)):
+                stack.append(Layer([owner], before))
+            self.last[label] = spec.snapshot()
+
+    def end(self, unit: Unit, defer_to: Unit | None = None) -> list[Leak]:
+        """``unit`` ended (its last run closed by ``boundary``): judge what it owns. ``defer_to``: a unit still
+        running (a teardown's later finalizers) that may yet put back what ``unit`` left; its end judges it."""
+        unit.alive = False
+        leaks = []
+        for spec in self._live():
+            stack = self.layers.get(spec.label)
+            index = next((i for i, layer in enumerate(stack or ()) if any(u is unit for u in layer.owners)), None)
+            if stack is None or index is None:
+                continue
+            owners = list(dict.fromkeys(u for layer in stack[index:] for u in layer.owners))
+            merged = Layer(owners, stack[index].before)
+            del stack[index:]
+            if defer_to is not None:
+                if not spec.changed(merged.before):
+                    self.last[spec.label] = merged.before
+                    continue
+                merged.owners.append(defer_to)
+            if any(u.alive for u in merged.owners):
+                stack.append(merged)
+                continue
+            leak = self._judge(spec, merged)
+            if leak is not None:
+                leaks.append(leak)
+        return leaks
+
+    def _judge(self, spec: StateSpec, layer: Layer) -> Leak | None:
+        """Every owner of ``layer`` has ended: the object must be as it was before them."""
+        label = spec.label
+        if not spec.changed(layer.before):
+            self.last[label] = layer.before
+            return None
+        if all(u.adopt for u in layer.owners):  # opted out: kept, and what it was before is remembered
+            self.pristine.setdefault(label, layer.before)
+            return None
+        clean = self.pristine.get(label)
+        if clean is not None and not spec.changed(clean):  # put back as it was before an adopted change
+            del self.pristine[label]
+            self.last[label] = clean
+            return None
+        lines = _describe(spec, layer.before)
+        spec.unrestored = ""
+        spec.restore(layer.before)
+        self.last[label] = layer.before
+        if spec.unrestored:
+            lines = [f"{line} {spec.unrestored}" for line in lines]
+        return Leak(layer.owners, lines)
+
+    def alive(self) -> bool:
+        """Whether any layer waits for a unit still alive."""
+        return any(self.layers.values())
+
+
+def _describe(spec: StateSpec, before: Any) -> list[str]:
+    try:
+        return [one_line(str(line)) for line in spec.describe(before)] or [f"{spec.label} changed"]
+    except Exception as exc:  # a report must never hide the restore
+        return [f"{spec.label} changed ({type(exc).__name__} while describing)"]
