@@ -66,6 +66,8 @@ class IsolationDrive:
         self.running: list[Unit] = []  # whose code runs now: the test (or its node unit), then fixtures in setup
         self.frames: dict[Any, tuple[Unit, str]] = {}  # alive wider-scoped fixture -> its unit, set up for
         self.found: list[Leak] = []  # leaks found since the current test began, reported at its teardown's end
+        self.done_added = False  # the test's own end is a finalizer on its node (``_watch_end``)
+        self.ended_here: list[Unit] = []  # wider fixtures that ended in the current teardown
         self.full = False  # the built-in specs are held (Torch-TensorRT imported, or the guards changed)
         self.reported: set[str] = set()  # labels of the project's entries whose failure was reported
 
@@ -110,13 +112,22 @@ class IsolationDrive:
         outside.subject = f"outside any test or fixture (found before {item.nodeid})"
         self.ledger.boundary(outside)
         self.found += self.ledger.end(outside)
-        self.item, self.phase = item, "setup"
+        self.item, self.phase, self.done_added, self.ended_here = item, "setup", False, []
         self.test = Unit(item.nodeid, "test", adopt=item.get_closest_marker(NO_ISOLATION) is not None)
         self.running = [self.test]
         return (yield)
 
+    def _watch_end(self) -> None:
+        """Mark the end of the test's own finalizers with one of ours, run after them (pytest runs a node's
+        finalizers last in, first out): added before the first fixture's, or when its body starts where its setup
+        set up no fixture (so before any its body adds)."""
+        if not self.done_added and self.item is not None:
+            self.done_added = True
+            self.item.addfinalizer(self._end_test)
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:  # noqa: ARG002
+        self._watch_end()
         self.phase = "call"
         return (yield)
 
@@ -134,8 +145,15 @@ class IsolationDrive:
         return result
 
     def _take(self) -> list[Leak]:
-        found, self.found = self.found, []
-        return found
+        """The leaks found since the last call, one per subject (a test that left two objects changed is one)."""
+        merged: dict[str, Leak] = {}
+        for leak in self.found:
+            if leak.subject in merged:
+                merged[leak.subject].lines.extend(leak.lines)
+            else:
+                merged[leak.subject] = Leak(list(leak.owners), list(leak.lines))
+        self.found = []
+        return list(merged.values())
 
     def _end_test(self) -> None:
         """The test's own code has all run: judge it; what runs after it in its teardown are wider nodes' ends."""
@@ -144,7 +162,7 @@ class IsolationDrive:
             return
         self.ledger.boundary(self._owner())
         self.found += self.ledger.end(test)
-        self.running = [Unit(f"{test.subject} (finalizers of its module, class or session)", "node")]
+        self.running = [Unit(f"{test.subject} (finalizers run in its teardown)", "node")]
 
     def _close(self) -> None:
         """The test's teardown ended: judge the test if no wider fixture ended first, then what was left to the
@@ -153,13 +171,18 @@ class IsolationDrive:
         node = self.running[0] if self.running else None
         if node is not None:
             self.ledger.boundary(node)
-            self.found += self.ledger.end(node)
+            for leak in self.ledger.end(node):  # a finalizer of a wider node: it ended with those fixtures
+                if all(u.kind == "node" for u in leak.owners) and self.ended_here:
+                    leak.owners = list(self.ended_here)
+                self.found.append(leak)
         self.item, self.test, self.phase, self.running = None, None, "", []
 
     # --- fixtures of a wider scope ------------------------------------------------------------------------------
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_fixture_setup(self, fixturedef: Any) -> Generator[None, Any, Any]:
+        if self.phase == "setup":
+            self._watch_end()
         if fixturedef.scope == "function":
             return (yield)
         unit = Unit("", "fixture")
@@ -175,12 +198,11 @@ class IsolationDrive:
             fixturedef.addfinalizer(functools.partial(self._teardown_begins, fixturedef))
 
     def _teardown_begins(self, fixturedef: Any) -> None:
-        """Its teardown starts (this finalizer was added after its own): first the test's end, in a teardown."""
+        """Its teardown starts: this finalizer was added after its setup, so it runs before the ones its setup
+        added (not before one added to it later: that one runs in whoever's turn came before)."""
         unit = self.frames.get(fixturedef, (None, ""))[0]
         if unit is None:
             return
-        if self.phase == "teardown":
-            self._end_test()
         self.ledger.boundary(self._owner())
         self.running.append(unit)
 
@@ -193,8 +215,10 @@ class IsolationDrive:
             self.running.remove(unit)
         current = self.item.nodeid if self.item is not None else ""
         unit.subject = fixture_subject(fixturedef.argname, fixturedef.scope, current or setup_for, setup_for)
-        node = self.running[0] if self.phase == "teardown" and self.running else None
-        self.found += self.ledger.end(unit, defer_to=node if node is not None and node.kind == "node" else None)
+        waiting = self.running[0] if self.phase == "teardown" and self.running else None  # the test or its node
+        if waiting is not None:
+            self.ended_here.append(unit)
+        self.found += self.ledger.end(unit, defer_to=waiting)
         if self.item is None:  # torn down outside any test (an interrupted session's end)
             self.deliver(None, self._take())
 

@@ -33,8 +33,9 @@ class Unit:
 
 @dataclass(eq=False)
 class Layer:
-    owners: list[Unit]
+    owners: list[Unit]  # who changed the object
     before: Any  # the held object's snapshot before the first of their changes
+    waiters: list[Unit] = field(default_factory=list)  # still running code that may put it back (not changers)
 
 
 @dataclass
@@ -100,23 +101,23 @@ class Ledger:
 
     def end(self, unit: Unit, defer_to: Unit | None = None) -> list[Leak]:
         """``unit`` ended (its last run closed by ``boundary``): judge what it owns. ``defer_to``: a unit still
-        running (a teardown's later finalizers) that may yet put back what ``unit`` left; its end judges it."""
+        running (the rest of a teardown) that may yet put back what ``unit`` left: judged when that one ends."""
         unit.alive = False
         leaks = []
         for spec in self._live():
             stack = self.layers.get(spec.label)
-            index = next((i for i, layer in enumerate(stack or ()) if any(u is unit for u in layer.owners)), None)
+            index = next((i for i, layer in enumerate(stack or ()) if unit in layer.owners + layer.waiters), None)
             if stack is None or index is None:
                 continue
-            owners = list(dict.fromkeys(u for layer in stack[index:] for u in layer.owners))
-            merged = Layer(owners, stack[index].before)
+            merged = Layer(_union(layer.owners for layer in stack[index:]), stack[index].before,
+                           _union(layer.waiters for layer in stack[index:]))
             del stack[index:]
             if defer_to is not None:
                 if not spec.changed(merged.before):
                     self.last[spec.label] = merged.before
                     continue
-                merged.owners.append(defer_to)
-            if any(u.alive for u in merged.owners):
+                merged.waiters.append(defer_to)
+            if any(u.alive for u in merged.owners + merged.waiters):
                 stack.append(merged)
                 continue
             leak = self._judge(spec, merged)
@@ -149,6 +150,10 @@ class Ledger:
     def alive(self) -> bool:
         """Whether any layer waits for a unit still alive."""
         return any(self.layers.values())
+
+
+def _union(groups: Any) -> list[Unit]:
+    return list(dict.fromkeys(u for group in groups for u in group))
 
 
 def _describe(spec: StateSpec, before: Any) -> list[str]:
