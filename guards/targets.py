@@ -155,6 +155,7 @@ class _Module(ModuleType):
 
     @_host.setter
     def _host(self, value: tuple[Capability, ...] | None) -> None:
+        changing()  # a change of the guards' state like any other: isolation holds it from before this one
         STATE.host = value
 
 

@@ -107,7 +107,6 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.declare(_state(config, resolved, tuple(impl.plugin for impl in target_hooks)))
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, "trtcap-fixtures")
-    _start_isolation(config)
     state = config.stash[_STATE]
     if "torch_tensorrt" in sys.modules:
         state = state or _state(config)
@@ -124,6 +123,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _activate(config)
     else:
         config.add_cleanup(on_first_change(lambda: _STATE in config.stash and _activate(config)))
+    _start_isolation(config)  # the guards installed and the targets declared: the baseline
 
 
 def _state(config: pytest.Config, resolved: Any = None, target_hook_plugins: tuple = ()) -> TrtcapState:

@@ -247,11 +247,11 @@ def _restored(leaks: dict[str, tuple[str, str]]) -> str:
 
 
 def _leak_counts(leaks: dict[str, tuple[str, str]]) -> str:
-    """``1 test, 2 fixtures``: tests and fixtures counted apart, and what was found outside any test."""
+    """``2 tests and 1 fixture``: tests and fixtures counted apart (and finalizers no fixture could be named for)."""
     kinds = Counter(kind for kind, _ in leaks.values())
-    words = (("test", "test", "tests"), ("fixture", "fixture", "fixtures"), ("other", "finding outside any test",
-                                                                              "findings outside any test"))
-    return ", ".join(f"{kinds[k]} {one if kinds[k] == 1 else many}" for k, one, many in words if kinds[k])
+    words = (("test", "test", "tests"), ("fixture", "fixture", "fixtures"), ("other", "finalizer", "finalizers"))
+    parts = [f"{kinds[k]} {one if kinds[k] == 1 else many}" for k, one, many in words if kinds[k]]
+    return " and ".join(parts) if len(parts) < 3 else f"{parts[0]}, {parts[1]} and {parts[2]}"
 
 
 def summary_lines(session: Findings) -> list[str]:

@@ -37,7 +37,7 @@ def _leaks_in_test(suite: Suite, test: Test) -> list[str]:
     used = closure(suite, test)
     functions = [suite.fixture(n) for n in used if suite.fixture(n).scope == "function"]
     leaked = [f.name for f in functions if _leaks(suite, f, test, used)]
-    leaked += [f.name for f in functions if f.late and ends_with(suite.fixture(f.late), test)]
+    leaked += [n for n in used if suite.fixture(n).late and ends_with(suite.fixture(suite.fixture(n).late), test)]
     if test.body == "leak":
         leaked.append(f"body_{test.module}_{test.name}")
     if suite.hook == "leak":
@@ -94,9 +94,9 @@ def _unit(subject: str) -> tuple[str, str] | None:
 
 
 def reported(summary: list[str], want: set[Named]) -> tuple[set[Named], list[str]]:
-    """What the run's ``trtcap`` section named, and the lines this model cannot read (a wrong subject). A line
-    naming several wider fixtures ("fixture 'a' ... or fixture 'b' ...": finalizers that ran as they ended
-    together) is read as naming the one of them ``want`` expects, if any."""
+    """What the run's ``trtcap`` section named, and the lines this model cannot accept. A line naming several units
+    ("... or ...": values could not tell them apart) stands for each of them that ``want`` expects; it may name
+    wider fixtures that put their own changes back (they ended together), never a test that did."""
     found: set[Named] = set()
     unreadable = []
     for line in summary:
@@ -104,10 +104,13 @@ def reported(summary: list[str], want: set[Named]) -> tuple[set[Named], list[str
             continue
         subject, _, what = line.strip().partition(" -> ")
         units = [_unit(part) for part in subject.split(" or ")]
-        if None in units or (len(units) > 1 and any(kind != "fixture" for kind, _ in units)):  # type: ignore[misc]
+        if None in units:
             unreadable.append(line)
             continue
         for label in (part.removesuffix(" changed") for part in what.split("; ")):
             named = [Named(kind, who, label) for kind, who in units]  # type: ignore[misc]
-            found.add(next((n for n in named if n in want), named[0]))
+            hits = [n for n in named if n in want]
+            if len(named) > 1 and any(n.kind == "test" and n not in want for n in named):
+                unreadable.append(line)
+            found |= set(hits or named[:1])
     return found, unreadable

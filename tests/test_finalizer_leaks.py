@@ -67,7 +67,7 @@ def test_a_change_made_by_the_bodys_finalizer_is_the_tests_leak(pytester: pytest
     result = _run(pytester, LEAKS_FROM_A_FINALIZER)
     result.assert_outcomes(passed=3, warnings=2)
     result.stdout.fnmatch_lines([
-        "leaks: 2 test(s) left global state changed (restored)",
+        "leaks: 2 tests left global state changed (restored)",
         "  test_finalizers.py::test_leaks_beside_a_fixture -> guards: declared targets 8.9 (from beside a fixture), "
         "were none",
         "  test_finalizers.py::test_leaks_alone -> guards: declared targets 8.9 (from alone), were none",
@@ -104,7 +104,7 @@ def test_an_opted_out_tests_finalizer_is_kept_and_a_failing_one_hides_no_leak(py
     result.assert_outcomes(passed=3, errors=1, warnings=1)
     result.stdout.fnmatch_lines([
         "*ZeroDivisionError*",
-        "leaks: 1 test(s) left global state changed (restored)",
+        "leaks: 1 test left global state changed (restored)",
         "  test_finalizers.py::test_leaks_then_a_finalizer_fails -> guards: declared targets 8.9 (from the body), "
         "were 8.9 (from opted out)",
     ])
@@ -140,7 +140,7 @@ def test_a_fixture_the_body_requests_is_not_blamed_for_the_bodys_change(pytester
     result = _run(pytester, REQUESTED_IN_THE_BODY)
     result.assert_outcomes(passed=3, warnings=1)
     result.stdout.fnmatch_lines([
-        "leaks: 1 test(s) left global state changed (restored)",
+        "leaks: 1 test left global state changed (restored)",
         "  test_finalizers.py::test_requests_then_leaks -> guards: declared targets 8.9 (from after the request), "
         "were none",
     ])
@@ -167,7 +167,7 @@ def test_a_finalizer_the_body_added_before_requesting_a_fixture_is_still_the_tes
     result = _run(pytester, FINALIZER_BEFORE_A_REQUEST)
     result.assert_outcomes(passed=2, warnings=1)
     result.stdout.fnmatch_lines([
-        "leaks: 1 test(s) left global state changed (restored)",
+        "leaks: 1 test left global state changed (restored)",
         "  test_finalizers.py::test_adds_a_finalizer_then_requests -> guards: declared targets 8.9 "
         "(from a finalizer added first), were none",
     ])

@@ -106,6 +106,6 @@ def test_a_change_between_two_fixture_ends_is_still_found(pytester: pytest.Pytes
                                            "test_ends.py::test_a_node_finalizer_changes_it",
                                            "test_ends.py::test_next_sees_it_put_back")
     result.assert_outcomes(passed=2, warnings=1)
-    result.stdout.fnmatch_lines(["leaks: 1 test(s) left global state changed (restored)",
+    result.stdout.fnmatch_lines(["leaks: 1 test left global state changed (restored)",
                                  "  test_ends.py::test_a_node_finalizer_changes_it (fixture 'plain_1', *) -> "
                                  "project value changed"])

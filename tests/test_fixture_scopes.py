@@ -126,7 +126,7 @@ def test_a_body_and_a_wider_fixture_that_leak_inside_wider_fixtures_are_named_an
     """Among fixtures that clean up, a real leak is still its leaker's: named, restored, and no later test's."""
     result = run(pytester, GENUINE_LEAKS, *flags)
     result.assert_outcomes(passed=4, errors=errors)
-    result.stdout.fnmatch_lines(["leaks: 2 test(s) left global state changed (restored)", *sorted(LEAKED)])
+    result.stdout.fnmatch_lines(["leaks: 2 tests left global state changed (restored)", *sorted(LEAKED)])
     result.stdout.fnmatch_lines(["guards at the end: as they started"])
 
 
@@ -159,7 +159,7 @@ def test_repeating_exactly_what_a_fixture_that_woke_the_session_declared_is_stil
     result = run(pytester, REPEATS_A_WOKEN_FIXTURE)
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines([
-        "leaks: 1 test(s) left global state changed (restored)",
+        "leaks: 1 test left global state changed (restored)",
         "  test_d2.py::test_repeats_it_and_leaks -> guards: declared targets 7.5 (from module), were none",
     ])
 
@@ -197,9 +197,9 @@ def test_a_wider_fixture_s_registry_leak_is_named_and_undone_though_a_later_sess
     if cascade.xdist:  # a worker that ran one file of the package ends the package fixture there: a leak there too
         leaks = [*CASCADE_LEAKS[:2], "  test_c_package/test_c?.py::test_* (fixture 'package_pass', package scope*) "
                  "-> added lowering pass package_lowering_pass at index *", *CASCADE_LEAKS[3:]]
-        result.stdout.fnmatch_lines_random(["leaks: * test(s) left global state changed (restored)", *leaks])
+        result.stdout.fnmatch_lines_random(["leaks: * left global state changed (restored)", *leaks])
         return
-    result.stdout.fnmatch_lines([f"leaks: {len(CASCADE_LEAKS)} test(s) left global state changed (restored)"])
+    result.stdout.fnmatch_lines([f"leaks: {len(CASCADE_LEAKS)} tests left global state changed (restored)"])
     result.stdout.fnmatch_lines_random(CASCADE_LEAKS)
     result.stdout.fnmatch_lines(["registries at the end: as they started"])
 

@@ -46,7 +46,7 @@ def test_every_implementation_of_the_isolated_state_hook_is_held(pytester: pytes
     )
     result = pytester.runpytest_subprocess("-p", "plugin_b")
     result.assert_outcomes(passed=2, warnings=1)
-    result.stdout.fnmatch_lines(["leaks: 1 test(s) left global state changed (restored)",
+    result.stdout.fnmatch_lines(["leaks: 1 test left global state changed (restored)",
                                  "  test_counters.py::test_changes_both -> *"])
     (line,) = [x for x in result.stdout.lines if x.startswith("  test_counters.py::test_changes_both -> ")]
     assert sorted(line.split(" -> ", 1)[1].split("; ")) == ["conftest counter changed", "plugin counter changed"]
@@ -264,6 +264,6 @@ def test_a_leak_whose_entry_failed_to_restore_is_never_called_restored(
     pytester.makeconftest(BROKEN_ENTRY.format(snapshot_raises=False, restore_raises=True, compare_raises=False))
     pytester.makepyfile(test_entry=tests)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
-    result.stdout.fnmatch_lines(["leaks: 1 test(s) left global state changed (not restored)",
+    result.stdout.fnmatch_lines(["leaks: 1 test left global state changed (not restored)",
                                  f"  {leaker} -> counter changed {NOT_RESTORED}"])
     assert "(restored)" not in result.stdout.str()

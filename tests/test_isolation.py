@@ -185,13 +185,11 @@ def test_a_leaked_neutralization_is_named_and_undone(suite: SuiteRun) -> None:
 
 # --- fixtures of every scope ------------------------------------------------------------------------------------
 
+#: Who is named -> what. A function-scoped fixture's leak is its test's (the contract's unit), a wider one's its own.
 FIXTURE_LEAKS = {
-    f"{C}test_uses_a_function_fixture_that_leaks (fixture 'setup_leaker', function scope)":
-        "added ATOMIC_SUBGRAPHS entry (FunctionSetupLeak, (), True)",
-    f"{C}test_uses_a_finalizer_that_leaks (fixture 'finalizer_leaker', function scope)":
-        "added ATOMIC_SUBGRAPHS entry (FinalizerLeak, (), True)",
-    f"{C}test_uses_a_fixture_that_fails_after_leaking (fixture 'broken_leaker', function scope)":
-        "added ATOMIC_SUBGRAPHS entry (BrokenSetupLeak, (), True)",
+    f"{C}test_uses_a_function_fixture_that_leaks": "added ATOMIC_SUBGRAPHS entry (FunctionSetupLeak, (), True)",
+    f"{C}test_uses_a_finalizer_that_leaks": "added ATOMIC_SUBGRAPHS entry (FinalizerLeak, (), True)",
+    f"{C}test_uses_a_fixture_that_fails_after_leaking": "added ATOMIC_SUBGRAPHS entry (BrokenSetupLeak, (), True)",
     "iso_c2_xunit.py::test_sees_the_module_state (iso_c2_xunit setup_module/teardown_module, module scope)":
         "added ATOMIC_SUBGRAPHS entry (XunitModuleLeak, (), True)",
     f"{C}TestTearDownClassLeaks::test_runs (fixture 'module_leaker', module scope, "
@@ -204,7 +202,7 @@ FIXTURE_LEAKS = {
 
 
 @pytest.mark.parametrize("who", sorted(FIXTURE_LEAKS))
-def test_a_fixture_leak_is_named_with_the_test_and_the_fixture(suite: SuiteRun, who: str) -> None:
+def test_a_fixture_leak_is_named_with_its_unit(suite: SuiteRun, who: str) -> None:
     assert suite.leaks().get(who) == FIXTURE_LEAKS[who], "\n".join(suite.leaks())
 
 
@@ -237,9 +235,10 @@ def test_cleaning_up_after_an_opted_out_test_is_not_a_leak_and_is_kept(suite: Su
 def test_the_summary_counts_every_leak_once(suite: SuiteRun) -> None:
     # + a decomposition disabled, the guards' two, the session fixture, the odd name, and a constant-fold exclusion
     # rule where the release has them
-    expected = len(REGISTRY_LEAKS) + 1 + 2 + len(FIXTURE_LEAKS) + 1 + 1 + _has_constant_fold_exclusion_rules()
-    assert f"leaks: {expected} test(s) left global state changed (restored)" in suite.output
-    assert len(suite.leaks()) == expected
+    tests = len(REGISTRY_LEAKS) + 1 + 2 + 3 + 1 + _has_constant_fold_exclusion_rules()  # + the 3 function fixtures'
+    fixtures = len(FIXTURE_LEAKS) - 3 + 1  # the wider ones, and the session fixture
+    assert f"leaks: {tests} tests and {fixtures} fixtures left global state changed (restored)" in suite.output
+    assert len(suite.leaks()) == tests + fixtures
 
 
 # --- a first import inside a test body ---------------------------------------------------------------------------
@@ -271,7 +270,7 @@ def test_a_leak_right_after_the_first_import_in_a_test_body_is_named_and_restore
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
-        "leaks: 1 test(s) left global state changed (restored)",
+        "leaks: 1 test left global state changed (restored)",
         "  test_body_import.py::test_imports_torch_tensorrt_and_leaks -> "
         "added ATOMIC_SUBGRAPHS entry (BodyPattern, (), True)",
     ])
@@ -421,7 +420,7 @@ def test_cascade_with_the_plugin_only_the_culprit_fails_and_is_named(cascade: py
     ])
     result.stdout.fnmatch_lines([
         "*- trtcap -*",
-        "leaks: 2 test(s) left global state changed (restored)",
+        "leaks: 2 tests left global state changed (restored)",
         "  test_custom_converter.py::test_custom_mm_converter -> aten.mm.default: 1 converter added",
         f"  {CASCADE_NODE} -> {CASCADE_LEAK}",
     ])
@@ -471,7 +470,7 @@ def test_uses_leaky(leaky):
 def test_after():
     assert not [e for e in ATOMIC_SUBGRAPHS if e[0] is FixturePattern]
 """
-FIXTURE_SUBJECT = "test_fixture_leak.py::test_uses_leaky (fixture 'leaky', function scope)"
+FIXTURE_SUBJECT = "test_fixture_leak.py::test_uses_leaky"  # a function-scoped fixture's leak is its test's
 FIXTURE_WHAT = "added ATOMIC_SUBGRAPHS entry (FixturePattern, (), True)"
 
 
@@ -495,7 +494,7 @@ def test_a_fixture_leak_reaches_the_controllers_summary_under_xdist(pytester: py
     pytester.makepyfile(test_fixture_leak=FIXTURE_LEAK)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "1")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["leaks: 1 test(s) left global state changed (restored)",
+    result.stdout.fnmatch_lines(["leaks: 1 test left global state changed (restored)",
                                  f"  {FIXTURE_SUBJECT} -> {FIXTURE_WHAT}"])
 
 
@@ -857,15 +856,20 @@ def _in_place_files() -> dict[str, str]:
 
 def _in_place_leaks() -> dict[str, tuple[str, int]]:
     """Who a leak line names (``fixture 'f', scope scope``, or a test) -> (the pattern of what, how many lines)."""
-    out = {"fixture 'finalizer_function', function scope":
-           (IN_PLACE_EDITS["lowering_pass"].format(name="finalizer_function"), 1)}
-    for edit, what in IN_PLACE_EDITS.items():
-        out[f"test_1_function.py::test_body_{edit}"] = (what.format(name=f"body_{edit}_function"), 1)
-        for name, scope in [(f"leak_{edit}_function", "function"), (f"late_{edit}_function", "function")] + [
-                (f"leak_{edit}_{scope}", scope) for scope in ("class", "module", "session") if edit in WIDE_EDITS]:
-            out[f"fixture {name!r}, {scope} scope"] = (what.format(name=name), 1)
-    atomic = "fixture 'leak_atomic_subgraph_function', function scope"
-    out[atomic] = (out[atomic][0], 2)  # two tests use it
+    function = "test_1_function.py::"
+    out = {f"{function}test_a_finalizer_edits": (IN_PLACE_EDITS["lowering_pass"].format(name="finalizer_function"), 1),
+           f"{function}test_among_many_fixtures": (
+               IN_PLACE_EDITS["atomic_subgraph"].format(name="leak_atomic_subgraph_function"), 1)}
+    for edit, what in IN_PLACE_EDITS.items():  # a function-scoped fixture's leak is its test's
+        out[f"{function}test_body_{edit}"] = (what.format(name=f"body_{edit}_function"), 1)
+        for kind in ("leak", "late"):
+            out[f"{function}test_{kind}_{edit}"] = (what.format(name=f"{kind}_{edit}_function"), 1)
+        # A module's (session's) keep and leak fixtures replace the same entry and end together: the keep fixture's
+        # undo puts the original back over the leak's, so the object is as it started, which is no leak. The
+        # guards' undo handle, undone out of order, hands its "before" on: the leak's declaration stays.
+        for scope in ("class", "module", "session") if edit in WIDE_EDITS else ():
+            if scope == "class" or edit == "guards":
+                out[f"fixture 'leak_{edit}_{scope}', {scope} scope"] = (what.format(name=f"leak_{edit}_{scope}"), 1)
     return out
 
 

@@ -94,25 +94,39 @@ def test_new_compilation_settings_are_restored_silently(settings_kept) -> None:
     assert converter_registry.compilation_settings is before and converter_registry.disallowed_targets is held
 
 
-def test_a_fixture_s_registry_change_is_taken_out_where_nobody_changed_it_since(aten_converters) -> None:
-    """``registry_revert``: a target and a candidate the ended fixture added go, a target it removed comes back
-    (the same list object); a later fixture's target and candidate stay."""
-    removed = torch.ops.aten.bmm.default
-    stock_known, stock_removed = list(aten_converters[KNOWN]), aten_converters[removed]
-    before = held_registry.registry_snapshot()
-    register(NEW)
-    register(KNOWN)
-    del aten_converters[removed]
-    after = held_registry.registry_snapshot()
-    register(KNOWN)  # the later fixture's own candidate
-    later = aten_converters[KNOWN][-1]
-    register(torch.ops.aten.logcumsumexp.default)
-    assert held_registry.registry_revert(before, after) == [
-        "aten.bmm.default: target removed", "aten.logsumexp.default: target added (1 converter)",
-        "aten.mm.default: 1 converter added"]
-    assert NEW not in aten_converters and aten_converters[removed] is stock_removed
-    assert [id(c) for c in aten_converters[KNOWN]] == [id(c) for c in [*stock_known, later]]
-    assert torch.ops.aten.logcumsumexp.default in aten_converters
+def test_a_field_of_an_object_inside_the_settings_edited_in_place_is_named_and_put_back(settings_kept) -> None:
+    """``compilation_settings.device.gpu_id = 3`` is an edit of the very object validators read, one level down."""
+    from torch_tensorrt.dynamo import CompilationSettings
+
+    converter_registry = settings_kept
+    converter_registry.set_compilation_settings(CompilationSettings())
+    device = converter_registry.compilation_settings.device
+    before = device.gpu_id
+    snap = held_registry.settings_snapshot()
+    assert not held_registry.settings_changed(snap)
+    device.gpu_id = before + 3
+    assert held_registry.settings_changed(snap)
+    assert held_registry.settings_describe(snap) == [
+        f"compilation_settings.device.gpu_id changed: {before + 3}, was {before}"]
+    held_registry.settings_restore(snap)
+    assert converter_registry.compilation_settings.device is device and device.gpu_id == before
+    assert not held_registry.settings_changed(snap)
+
+
+def test_a_rebound_registry_name_is_named_and_pointed_back_at_the_registry(converter_registry) -> None:
+    """A test that rebinds ``_ConverterRegistry.DYNAMO_CONVERTERS`` leaves the module's name on its own object;
+    "restored" must mean the name points at the registry again."""
+    module = sys.modules[held_registry.REGISTRY_MODULE]
+    snap = held_registry.registry_snapshot()
+    try:
+        module.DYNAMO_CONVERTERS = object()
+        assert held_registry.registry_changed(snap)
+        assert held_registry.registry_describe(snap) == ["_ConverterRegistry.DYNAMO_CONVERTERS rebound"]
+        held_registry.registry_restore(snap)
+        assert module.DYNAMO_CONVERTERS is converter_registry
+        assert not held_registry.registry_changed(snap)
+    finally:
+        module.DYNAMO_CONVERTERS = converter_registry
 
 
 # --- a held dict found unchanged without walking it -----------------------------------------------------------

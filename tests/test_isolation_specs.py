@@ -3,6 +3,7 @@ loaded, sees a change, names it, and restores in place (the object every holder 
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 
@@ -10,6 +11,7 @@ import pytest
 
 import trtcap_guards as guards
 from pytest_trtcap.isolation import held_state
+from pytest_trtcap.isolation.ledger import Ledger, Unit
 
 MODULE = "trtcap_held_state_probe"
 
@@ -58,21 +60,55 @@ def test_a_rebound_table_is_seen_and_the_original_object_put_back(table_module) 
 
 def test_a_held_module_unloaded_mid_session_is_no_longer_checked_and_is_again_once_loaded(
         table_module, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Which specs are available is asked again only once ``sys.modules`` changed (an in-process pytester run unloads
-    what it imported): a spec must neither be asked about a module that is gone nor forgotten when it is back."""
-    from pytest_trtcap.isolation.frames import Isolation
-
-    isolation = Isolation([held_state.table_spec(MODULE, "TABLE", "rule")])
-    isolation.hold()
-    assert isolation.release() == []
+    """An in-process pytester run unloads what it imported: a spec must neither be asked about a module that is gone
+    nor forgotten when it is back."""
+    ledger = Ledger([held_state.table_spec(MODULE, "TABLE", "rule")])
+    ledger.see_new()
+    assert _test(ledger) == []
     monkeypatch.delitem(sys.modules, MODULE)
-    isolation.hold()
-    assert isolation.release() == []  # asking the spec now would fail: its module is gone
+    assert _test(ledger) == []  # asking the spec now would fail: its module is gone
     monkeypatch.setitem(sys.modules, MODULE, table_module)
-    isolation.hold()
-    table_module.TABLE["aten.mul.Tensor"] = "mul"
-    assert isolation.release() == ["aten.mul.Tensor: rule added"]
+    assert _test(ledger, lambda: table_module.TABLE.update({"aten.mul.Tensor": "mul"})) == [
+        ["aten.mul.Tensor: rule added"]]
     assert "aten.mul.Tensor" not in table_module.TABLE
+
+
+def _test(ledger: Ledger, body=lambda: None) -> list[list[str]]:
+    """One test's run through ``ledger``: its start, its body, its end; the leak lines found."""
+    test = Unit("t", "test")
+    ledger.boundary(test)
+    body()
+    ledger.boundary(test)
+    return [leak.lines for leak in ledger.end(test)]
+
+
+def test_a_duplicate_atomic_subgraphs_entry_is_named_as_added(tt) -> None:
+    from torch_tensorrt.dynamo.partitioning._atomic_subgraphs import ATOMIC_SUBGRAPHS
+
+    (spec,) = [s for s in held_state.builtin_specs() if s.label == "ATOMIC_SUBGRAPHS"]
+    snap = spec.snapshot()
+    try:
+        ATOMIC_SUBGRAPHS.append(ATOMIC_SUBGRAPHS[0])
+        (line,) = spec.describe(snap)
+        assert line.startswith("added ATOMIC_SUBGRAPHS entry ("), line
+    finally:
+        spec.restore(snap)
+    assert not spec.changed(snap)
+
+
+def test_the_settings_environment_variables_are_held_and_put_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_trtcap.isolation.drive import environment_spec
+
+    monkeypatch.setenv("TRTCAP_TARGET_SM", "7.5")
+    monkeypatch.delenv("TRTCAP_STRICT", raising=False)
+    spec = environment_spec()
+    snap = spec.snapshot()
+    monkeypatch.setenv("TRTCAP_TARGET_SM", "8.9")
+    monkeypatch.setenv("TRTCAP_STRICT", "1")
+    assert spec.changed(snap)
+    assert spec.describe(snap) == ["environment TRTCAP_TARGET_SM='8.9', was '7.5'", "environment TRTCAP_STRICT='1', was unset"]
+    spec.restore(snap)
+    assert os.environ["TRTCAP_TARGET_SM"] == "7.5" and "TRTCAP_STRICT" not in os.environ
 
 
 @pytest.mark.usefixtures("tt")  # torch_tensorrt imported (through the guards, so on a CUDA-less host too)
@@ -108,19 +144,3 @@ def test_the_guards_spec_names_a_declaration_and_undoes_it() -> None:
     spec.restore(snap)
     assert guards.state_snapshot(fired=False).targets == snap.targets
     assert not spec.changed(snap)
-
-
-def test_a_table_spec_takes_out_only_what_a_fixture_s_setup_did_that_nobody_touched_since(table_module) -> None:
-    """``revert``: a fixture ended while one started after it is alive; the later one's changes stay."""
-    spec = held_state.table_spec(MODULE, "TABLE", "rule")
-    table = table_module.TABLE
-    before = spec.snapshot()
-    table["aten.mul.Tensor"] = "mul"
-    del table["aten.relu.default"]
-    table["aten.add.Tensor"] = "another add"
-    after = spec.snapshot()
-    table["aten.sub.Tensor"] = "sub"  # the later fixture's own
-    table["aten.add.Tensor"] = "a later add"  # changed since: no longer as the ended fixture left it
-    assert spec.revert(before, after) == ["aten.mul.Tensor: rule added", "aten.relu.default: rule removed"]
-    assert table_module.TABLE is table
-    assert table == {"aten.relu.default": "relu", "aten.add.Tensor": "a later add", "aten.sub.Tensor": "sub"}

@@ -306,7 +306,7 @@ def test_at_75_the_fp32_head_counts_fail_where_the_predicate_says(lane_75: LaneR
 def test_at_75_the_leaked_pattern_is_named_and_does_not_cascade(lane_75: LaneRun) -> None:
     leaks = _leaks(lane_75)
     assert leaks == {ATOMIC: ATOMIC_ENTRY, REGISTRY_LEAKER: "aten.relu.default: 1 converter added"}
-    assert "leaks: 2 test(s) left global state changed (restored)" in lane_75.section("trtcap")
+    assert "leaks: 2 tests left global state changed (restored)" in lane_75.section("trtcap")
     assert f"TrtcapLeakWarning: {ATOMIC} leaked global state: {ATOMIC_ENTRY}" in lane_75.output
     # The tests after it would fail only because of the pattern: restored, they pass.
     for nodeid in (GLOBAL, MIXIN_COUNTS, MIXIN_DTYPE):

@@ -61,7 +61,7 @@ def test_a_leak_line_and_the_summary_are_whole_on_a_narrow_terminal(
     start = next(i for i, line in enumerate(lines) if re.fullmatch(r"-+ trtcap -+", line))
     assert lines[start + 1:start + 4] == [
         "capability skips: 1 (trt_fp32_gemm: 1)",
-        "leaks: 1 test(s) left global state changed (restored)",
+        "leaks: 1 test left global state changed (restored)",
         f"  {NODE} -> {WHAT}",
     ]
     result.stdout.fnmatch_lines([f"*TrtcapLeakWarning: {NODE} leaked global state: {WHAT}"])

@@ -222,7 +222,7 @@ def test_header_and_summary_after_torch_tensorrt_is_imported(pytester: pytest.Py
     result.stdout.fnmatch_lines([
         "*- trtcap -*",
         "capability skips: 2 (trt_cdist_matmul: 1, trt_fp32_gemm: 1)",
-        "leaks: 1 test(s) left global state changed (restored)",
+        "leaks: 1 test left global state changed (restored)",
         "  test_report.py::test_zz_interrupted_after_leaking -> "
         "added ATOMIC_SUBGRAPHS entry (Late, (), True) (interrupted)",
         "neutralized guards: aten.mm.default",
@@ -332,7 +332,7 @@ def test_the_plugin_writes_nothing_into_the_project_s_junit_xml(pytester: pytest
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines([
         "capability skips: 1 (trt_fp32_gemm: 1)",
-        "leaks: 1 test(s) left global state changed (restored)",
+        "leaks: 1 test left global state changed (restored)",
         "  test_junit.py::test_leaks -> store changed",
     ])
     text = xml.read_text()

@@ -58,4 +58,4 @@ def test_a_leak_in_a_set_up_method_is_named_after_the_method_and_restored(pytest
     pytester.makepyfile(test_xunit=XUNIT)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-guards", "on")
     result.assert_outcomes(passed=4, warnings=3)
-    result.stdout.fnmatch_lines(["*- trtcap -*", "leaks: 3 test(s) left global state changed (restored)", *LEAKS])
+    result.stdout.fnmatch_lines(["*- trtcap -*", "leaks: 3 tests left global state changed (restored)", *LEAKS])

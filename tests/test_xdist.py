@@ -110,7 +110,7 @@ def test_two_workers_isolate_and_the_controller_reports(pytester: pytest.Pyteste
     result.stdout.fnmatch_lines([
         "*- trtcap -*",
         "capability skips: 3 (trt_conv3d: 1, trt_fp32_gemm: 2)",
-        "leaks: 2 test(s) left global state changed (restored)",
+        "leaks: 2 tests left global state changed (restored)",
     ])
     result.stdout.fnmatch_lines_random([
         "  test_atomic.py::test_1_leaks_an_atomic_subgraph -> added ATOMIC_SUBGRAPHS entry (WorkerPattern, (), True)",

@@ -8,7 +8,8 @@
   owns what its setup and its teardown change. Where its teardown is part of a test's, what the finalizers that
   pytest runs after it (``request.node.addfinalizer``) put back is its clean-up: it is judged when the test's
   teardown ends.
-* What changes between two tests belongs to no unit: it is named as found outside any test, and put back.
+* What changes outside every test (a test module registering a converter as it is collected, another plugin's
+  hook) belongs to no unit: it becomes the baseline (and a later test that puts it back is cleaning up).
 
 The hooks read only what pytest hands them (the item, the fixture's ``argname``, ``scope`` and ``addfinalizer``),
 so pytest calling ``pytest_fixture_post_finalizer`` once (9.1 on) or again through a dependent's end (before 9.1)
@@ -102,14 +103,13 @@ class IsolationDrive:
     def _owner(self) -> Unit:
         if self.running:
             return self.running[-1]
-        outside = Unit("outside any test or fixture", "outside")
+        outside = Unit("outside any test or fixture", "outside", adopt=True)
         self.running.append(outside)
         return outside
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, Any, Any]:
-        outside = self.running[0] if self.running else Unit("", "outside")
-        outside.subject = f"outside any test or fixture (found before {item.nodeid})"
+        outside = self.running[0] if self.running else Unit("outside any test or fixture", "outside", adopt=True)
         self.ledger.boundary(outside)
         self.found += self.ledger.end(outside)
         self.item, self.phase, self.done_added, self.ended_here = item, "setup", False, []
@@ -171,9 +171,9 @@ class IsolationDrive:
         node = self.running[0] if self.running else None
         if node is not None:
             self.ledger.boundary(node)
-            for leak in self.ledger.end(node):  # a finalizer of a wider node: it ended with those fixtures
-                if all(u.kind == "node" for u in leak.owners) and self.ended_here:
-                    leak.owners = list(self.ended_here)
+            for leak in self.ledger.end(node):  # a finalizer of a wider node ran as those fixtures ended
+                if node in leak.owners and self.ended_here:
+                    leak.owners = list(dict.fromkeys([*(u for u in leak.owners if u is not node), *self.ended_here]))
                 self.found.append(leak)
         self.item, self.test, self.phase, self.running = None, None, "", []
 

@@ -14,6 +14,7 @@ Nothing here knows pytest: ``tests/isolation_oracle.py`` checks the drive agains
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,7 @@ class Layer:
     owners: list[Unit]  # who changed the object
     before: Any  # the held object's snapshot before the first of their changes
     waiters: list[Unit] = field(default_factory=list)  # still running code that may put it back (not changers)
+    made: dict[str, list[Unit]] = field(default_factory=dict)  # a leak line -> whose runs produced it
 
 
 @dataclass
@@ -97,6 +99,10 @@ class Ledger:
             stack = self.layers.setdefault(label, [])
             if not (stack and any(u is owner for u in stack[-1].owners)):
                 stack.append(Layer([owner], before))
+            for line in _describe(spec, before):  # so that a line left at the end can name who made it
+                makers = stack[-1].made.setdefault(_what(line), [])
+                if owner not in makers:
+                    makers.append(owner)
             self.last[label] = spec.snapshot()
 
     def end(self, unit: Unit, defer_to: Unit | None = None) -> list[Leak]:
@@ -111,6 +117,9 @@ class Ledger:
                 continue
             merged = Layer(_union(layer.owners for layer in stack[index:]), stack[index].before,
                            _union(layer.waiters for layer in stack[index:]))
+            for layer in stack[index:]:
+                for line, makers in layer.made.items():
+                    merged.made[line] = _union([merged.made.get(line, []), makers])
             del stack[index:]
             if defer_to is not None:
                 if not spec.changed(merged.before):
@@ -120,36 +129,48 @@ class Ledger:
             if any(u.alive for u in merged.owners + merged.waiters):
                 stack.append(merged)
                 continue
-            leak = self._judge(spec, merged)
-            if leak is not None:
-                leaks.append(leak)
+            leaks += self._judge(spec, merged)
         return leaks
 
-    def _judge(self, spec: StateSpec, layer: Layer) -> Leak | None:
-        """Every owner of ``layer`` has ended: the object must be as it was before them."""
+    def _judge(self, spec: StateSpec, layer: Layer) -> list[Leak]:
+        """Every owner of ``layer`` has ended: the object must be as it was before them. Each line left names the
+        one owner whose run produced it, where only one did; else every owner."""
         label = spec.label
         if not spec.changed(layer.before):
             self.last[label] = layer.before
-            return None
+            return []
         if all(u.adopt for u in layer.owners):  # opted out: kept, and what it was before is remembered
             self.pristine.setdefault(label, layer.before)
-            return None
+            return []
         clean = self.pristine.get(label)
         if clean is not None and not spec.changed(clean):  # put back as it was before an adopted change
             del self.pristine[label]
             self.last[label] = clean
-            return None
+            return []
         lines = _describe(spec, layer.before)
         spec.unrestored = ""
         spec.restore(layer.before)
         self.last[label] = layer.before
         if spec.unrestored:
             lines = [f"{line} {spec.unrestored}" for line in lines]
-        return Leak(layer.owners, lines)
+        by_owners: dict[tuple[int, ...], Leak] = {}
+        for line in lines:
+            makers = [u for u in layer.made.get(_what(line.removesuffix(f" {spec.unrestored}")), [])
+                      if u in layer.owners]
+            owners = makers if len(makers) == 1 else layer.owners
+            key = tuple(id(u) for u in owners)
+            by_owners.setdefault(key, Leak(owners, [])).lines.append(line)
+        return list(by_owners.values())
 
     def alive(self) -> bool:
         """Whether any layer waits for a unit still alive."""
         return any(self.layers.values())
+
+
+def _what(line: str) -> str:
+    """A leak line without what the object was before (``, was 0``): the same change reads the same whoever's
+    state it was compared with."""
+    return re.split(r", (?:were|was) ", line, maxsplit=1)[0]
 
 
 def _union(groups: Any) -> list[Unit]:
@@ -158,6 +179,6 @@ def _union(groups: Any) -> list[Unit]:
 
 def _describe(spec: StateSpec, before: Any) -> list[str]:
     try:
-        return [one_line(str(line)) for line in spec.describe(before)] or [f"{spec.label} changed"]
+        return [one_line(str(line)) for line in spec.describe(before)]
     except Exception as exc:  # a report must never hide the restore
         return [f"{spec.label} changed ({type(exc).__name__} while describing)"]
