@@ -192,8 +192,6 @@ def test_next_sees_nothing_declared():
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="known limitation (docs/plugin.md): pytest runs a finalizer a fixture adds to "
-                   "the test's node after that fixture's end, where its change is checked")
 def test_a_fixture_that_puts_its_change_back_in_a_node_finalizer_is_no_leak(pytester: pytest.Pytester) -> None:
     result = _run(pytester, CLEANS_UP_THROUGH_THE_NODE, "-W", "error::pytest_trtcap.TrtcapLeakWarning")
     result.assert_outcomes(passed=2)

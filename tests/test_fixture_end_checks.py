@@ -1,8 +1,7 @@
-"""How often a fixture's end is checked, seen through a project's own held entry (whose ``snapshot`` the plugin
-calls at every check): a fixture whose teardown has no code to run (no ``yield``, no finalizer of its own) ends
-with nothing to compare, since nothing ran after the test's own check; every other fixture's end is compared, and a
-change made between two fixture ends (by a finalizer on the test's node) is still found and put back before the next
-test."""
+"""How often held state is compared, seen through a project's own held entry (whose ``snapshot`` the plugin calls
+at every comparison): a test is one unit with its function-scoped fixtures, so after its body its state is compared
+once, at its end, however many fixtures it has and whatever their teardowns run; a change a finalizer on the test's
+node makes after the fixtures' ends is still found, named on the test, and put back before the next test."""
 
 from __future__ import annotations
 
@@ -90,16 +89,16 @@ def _checks_after_the_body(pytester: pytest.Pytester, test: str) -> int:
     return int(result.stdout.str().split("checks after the body: ")[1].split()[0])
 
 
-def test_only_fixtures_with_teardown_code_are_compared_at_their_end(pytester: pytest.Pytester) -> None:
+def test_a_test_s_function_scoped_fixtures_add_no_comparison_at_its_end(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_ends=TESTS)
     alone = _checks_after_the_body(pytester, "test_no_fixtures")
-    assert alone >= 1  # the test's own check
+    assert alone >= 1  # the test's own end
     assert _checks_after_the_body(pytester, "test_three_plain") == alone
-    assert _checks_after_the_body(pytester, "test_three_plain_and_two_with_teardown_code") == alone + 2
+    assert _checks_after_the_body(pytester, "test_three_plain_and_two_with_teardown_code") == alone
 
 
-def test_a_change_between_two_fixture_ends_is_still_found(pytester: pytest.Pytester) -> None:
+def test_a_change_made_after_the_fixtures_ended_is_still_found(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_ends=TESTS)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly",
@@ -107,5 +106,4 @@ def test_a_change_between_two_fixture_ends_is_still_found(pytester: pytest.Pytes
                                            "test_ends.py::test_next_sees_it_put_back")
     result.assert_outcomes(passed=2, warnings=1)
     result.stdout.fnmatch_lines(["leaks: 1 test left global state changed (restored)",
-                                 "  test_ends.py::test_a_node_finalizer_changes_it (fixture 'plain_1', *) -> "
-                                 "project value changed"])
+                                 "  test_ends.py::test_a_node_finalizer_changes_it -> project value changed"])

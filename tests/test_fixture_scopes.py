@@ -126,7 +126,7 @@ def test_a_body_and_a_wider_fixture_that_leak_inside_wider_fixtures_are_named_an
     """Among fixtures that clean up, a real leak is still its leaker's: named, restored, and no later test's."""
     result = run(pytester, GENUINE_LEAKS, *flags)
     result.assert_outcomes(passed=4, errors=errors)
-    result.stdout.fnmatch_lines(["leaks: 2 tests left global state changed (restored)", *sorted(LEAKED)])
+    result.stdout.fnmatch_lines(["leaks: 1 test and 1 fixture left global state changed (restored)", *sorted(LEAKED)])
     result.stdout.fnmatch_lines(["guards at the end: as they started"])
 
 
@@ -199,7 +199,7 @@ def test_a_wider_fixture_s_registry_leak_is_named_and_undone_though_a_later_sess
                  "-> added lowering pass package_lowering_pass at index *", *CASCADE_LEAKS[3:]]
         result.stdout.fnmatch_lines_random(["leaks: * left global state changed (restored)", *leaks])
         return
-    result.stdout.fnmatch_lines([f"leaks: {len(CASCADE_LEAKS)} tests left global state changed (restored)"])
+    result.stdout.fnmatch_lines([f"leaks: {len(CASCADE_LEAKS)} fixtures left global state changed (restored)"])
     result.stdout.fnmatch_lines_random(CASCADE_LEAKS)
     result.stdout.fnmatch_lines(["registries at the end: as they started"])
 

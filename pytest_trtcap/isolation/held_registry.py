@@ -15,7 +15,9 @@ from typing import Any, NamedTuple
 
 from trtcap_guards.tooling import REGISTRY_MODULE, loaded_converter_registry
 
-from .compare import Seen, name_of, plural, same_dict, without_addresses
+from .compare import Seen, name_of, plural, revert_list, same_dict, without_addresses
+
+_ABSENT = object()  # a target not in a registry dict
 
 #: A leak line lists this many targets of one registry; more are counted (``-v`` lists all).
 FEW = 3
@@ -136,6 +138,76 @@ def _dict_changes(d: dict, contents: dict) -> list[TargetChange]:
         if before != after:
             both_lists = isinstance(after, list) and isinstance(before, list)
             out.append(TargetChange(name_of(key), _list_change(before, after) if both_lists else "converter replaced"))
+    return sorted(out)
+
+
+class DictSide(NamedTuple):
+    """One registry dict as a snapshot saw it: its values by identity, and its lists' contents."""
+
+    objects: dict
+    contents: dict
+
+
+def _same(a: Any, b: Any) -> bool:
+    """The same value, a list's candidates compared by identity (a candidate's ``==`` compares its fields)."""
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+    return a is b
+
+
+def _put_back_target(d: dict, key: Any, was: DictSide) -> str:
+    """A target the fixture removed: back, unless somebody registered it again since."""
+    if key in d:
+        return ""
+    d[key] = was.objects[key]
+    if isinstance(d[key], list):
+        d[key][:] = was.contents[key]
+    return "target removed"
+
+
+def _revert_target(d: dict, key: Any, was: DictSide, made: DictSide) -> str:
+    """Take one target's change out of ``d``; what was taken out, worded like ``_dict_changes`` ("" for nothing:
+    what it did was undone or changed since)."""
+    if key not in made.objects:
+        return _put_back_target(d, key, was)
+    live, added = d.get(key, _ABSENT), made.contents[key]
+    if isinstance(live, list) and isinstance(added, list):
+        old = was.contents.get(key, [])
+        done = revert_list(live, old if isinstance(old, list) else [], added)
+        if key not in was.objects and not live:
+            del d[key]
+            return f"target added ({plural(len(done.taken_out), 'converter')})"
+        if not (done.taken_out or done.put_back):
+            return ""
+        return _list_change([x for _, x in done.put_back], [x for _, x in done.taken_out])
+    if live is not made.objects[key]:
+        return ""
+    if key in was.objects:
+        d[key] = was.objects[key]
+        return "converter replaced"
+    del d[key]
+    return "target added (1 converter)"
+
+
+def registry_revert(before: RegistrySnapshot, after: RegistrySnapshot, list_all: bool = False) -> list[str]:
+    """Take out of each registry dict what changed from ``before`` to ``after`` (a fixture's setup) and is still
+    as it left it: a target it added, one it removed, the candidates it added to or removed from a target's list.
+    The registry's list of dicts, its names and conventions are left alone (no fixture was seen changing them)."""
+    out: list[str] = []
+    for d, objects, contents in after.dicts:
+        held = next((DictSide(o, c) for other, o, c in before.dicts if other is d), None)
+        if held is None:
+            continue
+        made = DictSide(objects, contents)
+        changes = []
+        for key in made.contents.keys() | held.contents.keys():
+            if key in made.objects and key in held.objects and made.objects[key] is held.objects[key] and _same(
+                    made.contents[key], held.contents[key]):
+                continue
+            what = _revert_target(d, key, held, made)
+            if what:
+                changes.append(TargetChange(name_of(key), what))
+        out += _registry_lines(_registry_name(after, d), sorted(changes), list_all)
     return sorted(out)
 
 

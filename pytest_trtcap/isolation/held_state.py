@@ -19,7 +19,7 @@ from trtcap_guards import restore_state, state_snapshot
 from trtcap_guards.tooling import INTERPRETER_MODULE, POPULATE, describe_changes, is_builder_wrapper
 
 from . import held_registry as reg
-from .compare import multiset_missing, name_of, same_dict
+from .compare import multiset_missing, name_of, revert_list, same_dict
 from .held_registry import REGISTRY_MODULE
 
 
@@ -35,6 +35,10 @@ class StateSpec:
     available: Callable[[], bool] = lambda: True
     failure: str = ""  # a project's entry whose code raised: the error to report (``user_spec``)
     unrestored: str = ""  # its last restore() raised: what its leak lines end with
+    # Take the change ``before`` -> ``after`` (one unit's run) out of the live state, in place, where it is still
+    # there untouched; return lines naming what was taken out, worded like ``describe``'s. For a wider fixture that
+    # ends while one started after it, which changed the same object, is alive (``ledger``).
+    revert: Callable[[Any, Any], list[str]] | None = None
 
 
 def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None], where: str = "") -> StateSpec:
@@ -151,6 +155,19 @@ def _missing_by_value(items: list, other: list) -> list[tuple[int, Any]]:
     return out
 
 
+def _atomic_revert(before: tuple[list, list], after: tuple[list, list]) -> list[str]:
+    """Entries a fixture's setup added and still there: out; entries it removed: back (``StateSpec.revert``)."""
+    module = _atomic()
+    live = module.ATOMIC_SUBGRAPHS
+    if not isinstance(live, list):
+        return []
+    done = revert_list(live, before[1], after[1])
+    if done.taken_out or done.put_back:
+        _clear_traced(module)
+    return ([f"added ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for _, e in done.taken_out]
+            + [f"removed ATOMIC_SUBGRAPHS entry {format_atomic_entry(e)}" for _, e in done.put_back])
+
+
 # --- lowering pass managers ----------------------------------------------------------------------------------
 
 
@@ -186,7 +203,13 @@ def pass_manager_spec(manager: str, label: str, noun: str) -> StateSpec:
         return rebound + lines(multiset_missing(now, snap[2]), multiset_missing(snap[2], now)) or [
             f"{manager} passes reordered"]
 
-    return StateSpec(label, snapshot, restore, changed, describe, available=_loaded(PASSES_MODULE))
+    def revert(before: tuple[Any, list, list], after: tuple[Any, list, list]) -> list[str]:
+        live = pm().passes
+        if not isinstance(live, list):
+            return []
+        return lines(*revert_list(live, before[2], after[2]))
+
+    return StateSpec(label, snapshot, restore, changed, describe, available=_loaded(PASSES_MODULE), revert=revert)
 
 
 # --- tables (op or rule id -> function): decompositions, constant-fold exclusion rules ---------------------------
@@ -217,7 +240,11 @@ def table_spec(module_name: str, table: str, noun: str) -> StateSpec:
     def describe(snap: tuple[dict, dict]) -> list[str]:
         return _table_lines(getattr(module(), table), snap[1], noun) or [f"{table} rebound"]
 
-    return StateSpec(table, snapshot, restore, changed, describe, available=_loaded(module_name))
+    def revert(before: tuple[dict, dict], after: tuple[dict, dict]) -> list[str]:
+        live = getattr(module(), table)
+        return _table_lines(*_revert_table(live, before[1], after[1]), noun) if isinstance(live, dict) else []
+
+    return StateSpec(table, snapshot, restore, changed, describe, available=_loaded(module_name), revert=revert)
 
 
 def _table_lines(now: dict, before: dict, noun: str) -> list[str]:
@@ -228,6 +255,27 @@ def _table_lines(now: dict, before: dict, noun: str) -> list[str]:
     out += [f"{key(k)}: {noun} replaced" for k in now.keys() & before.keys() if now[k] is not before[k]]
     return sorted(out)
 
+
+
+_ABSENT = object()  # a key not in a table
+
+
+def _revert_table(live: dict, before: dict, after: dict) -> tuple[dict, dict]:
+    """Take the change ``before`` -> ``after`` out of ``live`` where each entry is still as it left it; the entries
+    taken out as (as it left them, as they were), for ``_table_lines``."""
+    left, was = {}, {}
+    for k in after.keys() | before.keys():
+        if k in after and live.get(k, _ABSENT) is not after[k]:
+            continue  # removed or replaced since, or unchanged by it
+        if k in before and (k in after and before[k] is after[k] or k not in after and k in live):
+            continue  # unchanged by it, or re-added since it removed it
+        if k in after:
+            left[k] = after[k]
+        if k in before:
+            was[k] = live[k] = before[k]
+        else:
+            del live[k]
+    return left, was
 
 
 # --- the guards' own state --------------------------------------------------------------------------------------
@@ -306,13 +354,14 @@ def builtin_specs(list_all: bool = False) -> list[StateSpec]:
     (``-v``): a leak line names every changed converter target, not the first few of each registry."""
     return [
         StateSpec("converter registry", reg.registry_snapshot, reg.registry_restore, reg.registry_changed,
-                  functools.partial(reg.registry_describe, list_all=list_all), available=_loaded(REGISTRY_MODULE)),
+                  functools.partial(reg.registry_describe, list_all=list_all), available=_loaded(REGISTRY_MODULE),
+                  revert=functools.partial(reg.registry_revert, list_all=list_all)),
         StateSpec("builder wrapper", _builder_snapshot, _builder_restore, _builder_changed, _builder_describe,
                   available=lambda: hasattr(sys.modules.get(INTERPRETER_MODULE), "TRTInterpreter")),
         StateSpec("converter registry settings", reg.settings_snapshot, reg.settings_restore,
                   reg.settings_changed, reg.settings_describe, available=_loaded(REGISTRY_MODULE)),
         StateSpec("ATOMIC_SUBGRAPHS", _atomic_snapshot, _atomic_restore, _atomic_changed, _atomic_describe,
-                  available=_loaded(ATOMIC_MODULE)),
+                  available=_loaded(ATOMIC_MODULE), revert=_atomic_revert),
         pass_manager_spec("ATEN_PRE_LOWERING_PASSES", "ATEN_PRE_LOWERING_PASSES", "pre-lowering pass"),
         pass_manager_spec("ATEN_POST_LOWERING_PASSES", "ATEN_POST_LOWERING_PASSES", "lowering pass"),
         table_spec(DECOMPOSITIONS_MODULE, "TORCH_TRT_DECOMPOSITIONS", "decomposition"),

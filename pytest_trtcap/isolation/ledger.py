@@ -38,6 +38,7 @@ class Layer:
     before: Any  # the held object's snapshot before the first of their changes
     waiters: list[Unit] = field(default_factory=list)  # still running code that may put it back (not changers)
     made: dict[str, list[Unit]] = field(default_factory=dict)  # a leak line -> whose runs produced it
+    after: Any = None  # the snapshot after its last change
 
 
 @dataclass
@@ -103,7 +104,7 @@ class Ledger:
                 makers = stack[-1].made.setdefault(_what(line), [])
                 if owner not in makers:
                     makers.append(owner)
-            self.last[label] = spec.snapshot()
+            self.last[label] = stack[-1].after = spec.snapshot()
 
     def end(self, unit: Unit, defer_to: Unit | None = None) -> list[Leak]:
         """``unit`` ended (its last run closed by ``boundary``): judge what it owns. ``defer_to``: a unit still
@@ -114,6 +115,10 @@ class Ledger:
             stack = self.layers.get(spec.label)
             index = next((i for i, layer in enumerate(stack or ()) if unit in layer.owners + layer.waiters), None)
             if stack is None or index is None:
+                continue
+            taken = self._take_out(spec, stack, index, unit)
+            if taken is not None:
+                leaks += taken
                 continue
             merged = Layer(_union(layer.owners for layer in stack[index:]), stack[index].before,
                            _union(layer.waiters for layer in stack[index:]))
@@ -131,6 +136,22 @@ class Ledger:
                 continue
             leaks += self._judge(spec, merged)
         return leaks
+
+    def _take_out(self, spec: StateSpec, stack: list[Layer], index: int, unit: Unit) -> list[Leak] | None:
+        """``unit`` ended under a later unit still alive that changed the same object after it (a session fixture
+        first requested inside a module): where the object can have one change taken out (a registry, a list, a
+        table), what ``unit``'s own run left is taken out now, and the later unit's layer starts from before it.
+        None where that cannot be done (the merged layers then wait for the later unit)."""
+        layer = stack[index]
+        above = stack[index + 1:]
+        if (spec.revert is None or layer.owners != [unit] or layer.waiters or not above or layer.after is None
+                or above[0].before is not layer.after or not any(u.alive for a in above for u in a.owners)):
+            return None
+        lines = [one_line(str(line)) for line in spec.revert(layer.before, layer.after)]
+        above[0].before = layer.before
+        del stack[index]
+        self.last[spec.label] = spec.snapshot()
+        return [Leak([unit], lines)] if lines else []
 
     def _judge(self, spec: StateSpec, layer: Layer) -> list[Leak]:
         """Every owner of ``layer`` has ended: the object must be as it was before them. Each line left names the
