@@ -24,6 +24,7 @@ import pytest
 from trtcap_guards.tooling import armed_hooks, changed, install_import_hook, on_first_change, rearm, remove_import_hook
 
 from . import fixtures, hooks, options
+from .isolation.drive import IsolationDrive
 
 if TYPE_CHECKING:
     from .session_state import TrtcapState
@@ -146,8 +147,6 @@ def _activate(config: pytest.Config) -> Any:
 def _start_isolation(config: pytest.Config) -> None:
     """Hold the settings' environment from the start, Torch-TensorRT's registries and the guards' state once the
     suite imports Torch-TensorRT or first changes the guards (``isolation.drive``)."""
-    from .isolation.drive import IsolationDrive
-
     def deliver(item: Any, leaks: list, **how: bool) -> None:
         failures = drive.take_failures()
         if leaks or failures:
@@ -258,7 +257,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if (state is None or state.session is None) and (_in_use(config) or _carried_after_collection(session.items)):
         _activate(config).pytest_collection_finish(session)  # registered during this hook: pluggy would skip it
     if config.hook.pytest_trtcap_isolated_state.get_hookimpls():
-        from .isolation.held_state import user_spec
+        from .isolation.ledger import user_spec
 
         for entry in _state(config).user_state_entries():
             config.stash[_DRIVE].hold(user_spec(entry.label, entry.snapshot, entry.restore, entry.where))

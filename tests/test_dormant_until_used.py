@@ -1,7 +1,7 @@
 """Dormant until used (``pytest_trtcap.plugin``; the session's state in ``pytest_trtcap.session_state``): a session
-that never uses the plugin loads nothing beyond registration and configuration, tests included; each way of using
-it wakes it, and a test running at that moment is held or adopted according to its phase. Import state is checked
-in fresh processes; behaviour through pytester.
+that never uses the plugin loads nothing beyond registration, configuration and the isolation drive (which the
+plugin's import loads: isolation acts in every session), tests included; each way of using it wakes it. Import
+state is checked in fresh processes; behaviour through pytester.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ print("MODULES " + json.dumps(sorted(m for m in sys.modules if m.startswith(("tr
 """
 
 #: What only a session that uses the plugin loads.
-ACTIVE_ONLY = ("pytest_trtcap.session", "pytest_trtcap.isolation", "pytest_trtcap.isolation.held_state",
+ACTIVE_ONLY = ("pytest_trtcap.session", "pytest_trtcap.isolation.held_state",
                "pytest_trtcap.settings", "pytest_trtcap.report", "trtcap_guards.targets",
                "trtcap_guards.registry", "trtcap_guards.capabilities", "trtcap_guards.gpuless")
 
@@ -77,8 +77,7 @@ def test_the_report_header_and_a_fixture_read_the_guards_without_waking_it(pytes
     pytester.makepyfile(UNRELATED + "\n\ndef test_reads(trt_capability):\n    assert trt_capability.reason\n")
     loaded = _loaded(str(pytester.path), "-v", quiet=False)
     assert "trtcap_guards.targets" in loaded and "pytest_trtcap.report" in loaded  # the header, the fixture
-    woken = ("pytest_trtcap.session", "pytest_trtcap.isolation", "pytest_trtcap.isolation.held_state",
-             "pytest_trtcap.settings")
+    woken = ("pytest_trtcap.session", "pytest_trtcap.isolation.held_state", "pytest_trtcap.settings")
     assert [m for m in woken if m in loaded] == []
 
 

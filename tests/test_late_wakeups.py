@@ -180,18 +180,13 @@ def test_after():
     assert guards.capability_decision(probe_host=False).targets == ()
 '''
 
-NESTED_REASON = (
-    "a dormant session finds its running test in PYTEST_CURRENT_TEST, which an inline (pytester.runpytest) run "
-    "overwrites with its own tests and then removes: the outer test, woken by the inner run or after it, is "
-    "never held, so its leak is kept unnamed")
-
-
 @pytest.mark.parametrize("inner", [
-    pytest.param("pass", id="inner suite uses nothing", marks=pytest.mark.xfail(strict=True, reason=NESTED_REASON)),
-    pytest.param('with guards.declare_targets("7.5", origin="inner"):\n        pass', id="inner suite uses the guards",
-                 marks=pytest.mark.xfail(strict=True, reason=NESTED_REASON)),
+    pytest.param("pass", id="inner suite uses nothing"),
+    pytest.param('with guards.declare_targets("7.5", origin="inner"):\n        pass', id="inner suite uses the guards"),
 ])
 def test_an_outer_test_that_leaks_after_an_inline_run_is_named(pytester: pytest.Pytester, inner: str) -> None:
+    """Isolation holds every test from its setup, in every session: an inline (pytester.runpytest) run that
+    overwrites and removes PYTEST_CURRENT_TEST changes nothing."""
     pytester.makeconftest('pytest_plugins = ["pytester"]\n')
     pytester.makepyfile(test_outer=NESTED_OUTER.replace("{inner}", inner))
     result = pytester.runpytest_subprocess(*RUN)

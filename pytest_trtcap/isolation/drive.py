@@ -26,9 +26,8 @@ from typing import Any
 import pytest
 
 from ..options import NO_ISOLATION, SPECS
-from .held_state import StateSpec
 from .leaks import fixture_subject
-from .ledger import Leak, Ledger, Unit
+from .ledger import Leak, Ledger, StateSpec, Unit
 
 _ENVIRONMENT = tuple(spec.env for spec in SPECS)
 

@@ -12,7 +12,6 @@ import dataclasses
 import functools
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from trtcap_guards import restore_state, state_snapshot
@@ -21,67 +20,7 @@ from trtcap_guards.tooling import INTERPRETER_MODULE, POPULATE, describe_changes
 from . import held_registry as reg
 from .compare import multiset_missing, name_of, revert_list, same_dict
 from .held_registry import REGISTRY_MODULE
-
-
-@dataclass
-class StateSpec:
-    """How to hold one piece of global state. ``describe`` returning nothing restores silently."""
-
-    label: str
-    snapshot: Callable[[], Any]
-    restore: Callable[[Any], None]
-    changed: Callable[[Any], bool]  # cheap exact check against a snapshot
-    describe: Callable[[Any], list[str]]  # what changed since the snapshot, for the leak report
-    available: Callable[[], bool] = lambda: True
-    failure: str = ""  # a project's entry whose code raised: the error to report (``user_spec``)
-    unrestored: str = ""  # its last restore() raised: what its leak lines end with
-    # Take the change ``before`` -> ``after`` (one unit's run) out of the live state, in place, where it is still
-    # there untouched; return lines naming what was taken out, worded like ``describe``'s. For a wider fixture that
-    # ends while one started after it, which changed the same object, is alive (``ledger``).
-    revert: Callable[[Any, Any], list[str]] | None = None
-
-
-def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None], where: str = "") -> StateSpec:
-    """A spec from ``pytest_trtcap_isolated_state``: compared with ``!=``, reported under its label.
-
-    Its code is the project's, called from inside pytest's hooks: one that raises (or snapshots that refuse ``!=``:
-    arrays, tensors) would break pytest's teardown. So a failure is kept on the spec as an error naming the hook, its
-    file and the entry, the entry is held no longer, and the drive reports the error on the test in progress. Each
-    snapshot is boxed in a 1-tuple, so that any value, None included, is a snapshot."""
-    spec = StateSpec(str(label), snapshot, restore, lambda _snap: False, lambda _snap: [f"{label} changed"])
-
-    def failed(step: str, exc: Exception) -> None:
-        from ..hook_results import entry_failure
-
-        spec.failure = spec.failure or entry_failure(where, label, step, exc)
-
-    def held_snapshot() -> Any:
-        try:
-            return (snapshot(),)
-        except Exception as exc:  # the project's code: reported, never raised through a pytest hook
-            failed("snapshot", exc)
-            return (None,)
-
-    def changed(snap: Any) -> bool:
-        now = held_snapshot()
-        if spec.failure:
-            return False
-        try:
-            return bool(now[0] != snap[0])
-        except Exception as exc:  # an elementwise result with no truth value, or a comparison that raises
-            failed("compare", exc)
-            return False
-
-    def held_restore(snap: Any) -> None:
-        try:
-            restore(snap[0])
-        except Exception as exc:  # the state stays as the test left it; the error and the leak line say so
-            failed("restore", exc)
-            spec.unrestored = f"(not restored: the restore() of entry {label!r} failed)"
-
-    spec.snapshot, spec.changed, spec.restore = held_snapshot, changed, held_restore
-    spec.available = lambda: not spec.failure
-    return spec
+from .ledger import StateSpec
 
 ATOMIC_MODULE = "torch_tensorrt.dynamo.partitioning._atomic_subgraphs"
 PASSES_MODULE = "torch_tensorrt.dynamo.lowering.passes._aten_lowering_pass"

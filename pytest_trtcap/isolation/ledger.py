@@ -6,8 +6,12 @@ is compared with its state at the last one: a change is the running unit's, kept
 object's state before them). When a unit ends, its layers (and any above them) must be back to that state:
 
 * nobody else who made a layer above it is alive: judged now. Not back: a leak of those owners, put back;
-* one of them is alive: the changes are entangled (values cannot tell them apart), so they are judged together when
-  the last of those owners ends, and a leak names every one of them ("fixture 'a' or test x").
+* one of them is alive: where the object can have one change taken out (a registry, a list, a table) and nothing
+  came between, the ended unit's own change is taken out and named now; else the changes are entangled (values
+  cannot tell them apart), so they are judged together when the last of those owners ends.
+
+A line left at the judgement names the one owner whose run produced that very change, where only one did; else
+every owner ("fixture 'a' ... or test_x").
 
 Nothing here knows pytest: ``tests/isolation_oracle.py`` checks the drive against a model written apart from it.
 """
@@ -15,36 +19,108 @@ Nothing here knows pytest: ``tests/isolation_oracle.py`` checks the drive agains
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from ..escaping import one_line
-from .held_state import StateSpec
 
 
-@dataclass(eq=False)
+class StateSpec:
+    """How to hold one piece of global state. ``describe`` returning nothing restores silently. (A plain class, as
+    are the others here: the plugin loads this module in every pytest run, and a dataclass costs a millisecond.)"""
+
+    __slots__ = ("label", "snapshot", "restore", "changed", "describe", "available", "failure", "unrestored",
+                 "revert")
+
+    def __init__(self, label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None],
+                 changed: Callable[[Any], bool], describe: Callable[[Any], list[str]],
+                 available: Callable[[], bool] = lambda: True,
+                 revert: Callable[[Any, Any], list[str]] | None = None) -> None:
+        self.label, self.snapshot, self.restore, self.changed = label, snapshot, restore, changed
+        self.describe = describe  # what changed since the snapshot, for the leak report
+        self.available = available
+        self.failure = ""  # a project's entry whose code raised: the error to report (``user_spec``)
+        self.unrestored = ""  # its last restore() raised: what its leak lines end with
+        # Take the change ``before`` -> ``after`` (one unit's run) out of the live state, in place, where it is
+        # still there untouched; return lines naming what was taken out, worded like ``describe``'s
+        # (``Ledger._take_out``).
+        self.revert = revert
+
+
+def user_spec(label: str, snapshot: Callable[[], Any], restore: Callable[[Any], None], where: str = "") -> StateSpec:
+    """A spec from ``pytest_trtcap_isolated_state``: compared with ``!=``, reported under its label.
+
+    Its code is the project's, called from inside pytest's hooks: one that raises (or snapshots that refuse ``!=``:
+    arrays, tensors) would break pytest's teardown. So a failure is kept on the spec as an error naming the hook, its
+    file and the entry, the entry is held no longer, and the drive reports the error on the test in progress. Each
+    snapshot is boxed in a 1-tuple, so that any value, None included, is a snapshot."""
+    spec = StateSpec(str(label), snapshot, restore, lambda _snap: False, lambda _snap: [f"{label} changed"])
+
+    def failed(step: str, exc: Exception) -> None:
+        from ..hook_results import entry_failure
+
+        spec.failure = spec.failure or entry_failure(where, label, step, exc)
+
+    def held_snapshot() -> Any:
+        try:
+            return (snapshot(),)
+        except Exception as exc:  # the project's code: reported, never raised through a pytest hook
+            failed("snapshot", exc)
+            return (None,)
+
+    def changed(snap: Any) -> bool:
+        now = held_snapshot()
+        if spec.failure:
+            return False
+        try:
+            return bool(now[0] != snap[0])
+        except Exception as exc:  # an elementwise result with no truth value, or a comparison that raises
+            failed("compare", exc)
+            return False
+
+    def held_restore(snap: Any) -> None:
+        try:
+            restore(snap[0])
+        except Exception as exc:  # the state stays as the test left it; the error and the leak line say so
+            failed("restore", exc)
+            spec.unrestored = f"(not restored: the restore() of entry {label!r} failed)"
+
+    spec.snapshot, spec.changed, spec.restore = held_snapshot, changed, held_restore
+    spec.available = lambda: not spec.failure
+    return spec
+
 class Unit:
     """A test, a fixture of a wider scope, or the finalizers a teardown runs after its fixtures ended."""
 
-    subject: str  # how a leak names it
-    kind: str  # "test", "fixture", "node", "outside"
-    alive: bool = True
-    adopt: bool = False  # ``trtcap_no_isolation``: what it leaves is kept, and becomes the baseline
+    __slots__ = ("subject", "kind", "alive", "adopt")
+
+    def __init__(self, subject: str, kind: str, adopt: bool = False) -> None:
+        self.subject = subject  # how a leak names it
+        self.kind = kind  # "test", "fixture", "node" or "outside"
+        self.alive = True
+        self.adopt = adopt  # ``trtcap_no_isolation`` or outside every test: what it leaves becomes the baseline
 
 
-@dataclass(eq=False)
 class Layer:
-    owners: list[Unit]  # who changed the object
-    before: Any  # the held object's snapshot before the first of their changes
-    waiters: list[Unit] = field(default_factory=list)  # still running code that may put it back (not changers)
-    made: dict[str, list[Unit]] = field(default_factory=dict)  # a leak line -> whose runs produced it
-    after: Any = None  # the snapshot after its last change
+    """Changes to one held object not judged yet: who made them, and the object before them."""
+
+    __slots__ = ("owners", "before", "waiters", "made", "after")
+
+    def __init__(self, owners: list[Unit], before: Any, waiters: list[Unit] | None = None) -> None:
+        self.owners = owners  # who changed the object
+        self.before = before  # its snapshot before the first of their changes
+        self.waiters = waiters or []  # still running code that may put it back (not changers)
+        self.made: dict[str, list[Unit]] = {}  # a leak line (``_what``) -> whose runs produced it
+        self.after: Any = None  # the snapshot after its last change
 
 
-@dataclass
 class Leak:
-    owners: list[Unit]
-    lines: list[str]
+    """What a judgement found left changed, and whom it names."""
+
+    __slots__ = ("owners", "lines")
+
+    def __init__(self, owners: list[Unit], lines: list[str]) -> None:
+        self.owners, self.lines = owners, lines
 
     @property
     def subject(self) -> str:
@@ -62,14 +138,14 @@ class Leak:
 NOT_RESTORED = "(not restored: "
 
 
-@dataclass
 class Ledger:
     """The held objects' state at the last boundary, and the layers of changes not judged yet."""
 
-    specs: list[StateSpec] = field(default_factory=list)
-    last: dict[str, Any] = field(default_factory=dict)  # label -> snapshot at the last boundary
-    layers: dict[str, list[Layer]] = field(default_factory=dict)
-    pristine: dict[str, Any] = field(default_factory=dict)  # label -> state before an adopted change
+    def __init__(self, specs: list[StateSpec] | None = None) -> None:
+        self.specs: list[StateSpec] = list(specs or ())
+        self.last: dict[str, Any] = {}  # label -> snapshot at the last boundary
+        self.layers: dict[str, list[Layer]] = {}
+        self.pristine: dict[str, Any] = {}  # label -> state before an adopted change
 
     def add(self, spec: StateSpec, baseline: Any = None) -> None:
         """Hold ``spec`` from now on (``baseline``: its state before a change already under way)."""
