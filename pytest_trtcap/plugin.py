@@ -148,6 +148,7 @@ def _start_isolation(config: pytest.Config) -> None:
     """Hold the settings' environment from the start, Torch-TensorRT's registries and the guards' state once the
     suite imports Torch-TensorRT or first changes the guards (``isolation.drive``)."""
     def deliver(item: Any, leaks: list, **how: bool) -> None:
+        __tracebackhide__ = True
         failures = drive.take_failures()
         if leaks or failures:
             _activate(config).leaks_found(item, leaks, failures, **how)

@@ -909,3 +909,14 @@ def test_an_entry_replaced_in_place_by_a_fixture_is_named_from_each_xdist_worker
     assert run.returncode == 0, run.output[-6000:]
     assert not [line for line in run.lines if re.match(r"^(FAILED|ERROR) ", line)], run.output[-6000:]
     _check_in_place_leaks(run)
+
+
+def test_a_leak_error_under_strict_shows_the_test_not_the_plugin_s_frames(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_s="import trtcap_guards as guards\n\n\ndef test_leaks():\n"
+                               "    guards.declare_targets('8.9', origin='t')\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-strict")
+    result.assert_outcomes(passed=1, errors=1)
+    errors = result.stdout.str().split("= ERRORS =")[1].split("warnings summary")[0]
+    assert "ERROR at teardown of test_leaks" in errors
+    assert "TrtcapLeakError: trtcap: test_s.py::test_leaks leaked global state (--trtcap-strict)" in errors
+    assert "pytest_trtcap" not in errors.replace("pytest_trtcap.TrtcapLeakError", ""), errors

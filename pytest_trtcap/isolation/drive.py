@@ -132,6 +132,7 @@ class IsolationDrive:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        __tracebackhide__ = True  # a leak's error (``--trtcap-strict``) shows the test, not this plugin
         self.phase = "teardown"
         try:
             result = yield
