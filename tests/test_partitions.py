@@ -34,9 +34,27 @@ def test_turing_counts_where_turing_is_a_target(declared, chosen, targets):
     assert counts == chosen and isinstance(counts, PartitionCounts)
 
 
-def test_default_alone_whatever_the_targets(targets):
-    targets("7.5")
+@pytest.mark.parametrize("declared", ["8.9", "12.0"])
+def test_default_alone_where_turing_is_no_target(declared, targets):
+    targets(declared)
     assert expected_partition_counts((3, 1)) == PartitionCounts(acc=3, gpu=1)
+
+
+@pytest.mark.parametrize("declared", ["7.5", "8.9,7.5"])
+def test_default_alone_at_a_turing_target_is_refused_asking_for_turing_counts(declared, targets):
+    """A forgotten ``turing=`` must not quietly mean "the same as default" where Turing is a target."""
+    targets(declared, origin="ci matrix")
+    with pytest.raises(ValueError) as info:
+        expected_partition_counts((3, 1))
+    message = str(info.value)
+    assert message.startswith("expected_partition_counts: no turing= counts, and the targets include Turing ")
+    assert f"(targets {declared} from ci matrix)" in message
+    assert "turing=(3, 1)" in message  # says how to state that the default holds on Turing too
+
+
+def test_turing_counts_equal_to_the_default_are_accepted_when_said(targets):
+    targets("7.5")
+    assert expected_partition_counts((3, 1), turing=(3, 1)) == (3, 1)
 
 
 def test_settings_targets_outrank_the_declaration(targets):
