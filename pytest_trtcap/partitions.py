@@ -37,6 +37,10 @@ def expected_partition_counts(
 ) -> PartitionCounts:
     """``turing`` when the build targets Turing on TensorRT-RTX, else ``default``.
 
+    Where Turing is a target, ``turing`` must be given (here or by the matching ``releases`` entry): counts that
+    hold on Turing too say so with ``turing=`` equal to ``default``, and a forgotten one is a ``ValueError``, never
+    the default in silence. Where Turing is no target, ``default`` alone is enough.
+
     Counts depend on the installed release's lowering passes as well as on the targets (2.14 fuses a pad into the
     convolution after it; 2.12 leaves two nodes), so ``releases`` overrides either count on some releases:
     ``{"<2.14": {"turing": (2, 1)}}``. Each key is a version specifier (PEP 440); the first that admits the
@@ -47,9 +51,16 @@ def expected_partition_counts(
         chosen["turing"] = _counts(turing, "turing")  # checked on every target, not only on Turing runs
     if releases is not None:
         chosen.update(_release_override(releases))
-    if "turing" in chosen and guards.trt_rtx_targets_turing(settings):
-        return chosen["turing"]
-    return chosen["default"]
+    decision = guards.capability_decision(settings)
+    if not decision.targets_turing:
+        return chosen["default"]
+    if "turing" not in chosen:
+        acc, gpu = chosen["default"]
+        raise ValueError(
+            f"expected_partition_counts: no turing= counts, and the targets include Turing "
+            f"({one_line(decision.describe())}): give the counts on Turing, turing=({acc}, {gpu}) if they are the "
+            "default's")
+    return chosen["turing"]
 
 
 def _release_override(releases: Any) -> dict[str, PartitionCounts]:
