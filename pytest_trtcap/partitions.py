@@ -21,6 +21,21 @@ class PartitionCounts(NamedTuple):
     gpu: int
 
 
+class Partitioned(NamedTuple):
+    """What :func:`partition` returns: the partitioned ``torch.fx.GraphModule`` (its ``_run_on_acc*`` blocks go to
+    TensorRT, ``_run_on_gpu*`` to PyTorch) and its block counts, in the shape ``expected_partition_counts`` gives.
+    ``assert_partition_counts``, ``count_partitions``, ``describe_partitions`` and the audit's functions take it as
+    they take the module; ``module, counts = partition(...)`` unpacks it."""
+
+    module: Any
+    counts: PartitionCounts
+
+
+def module_of(value: Any) -> Any:
+    """The module of a :class:`Partitioned`; anything else as it is."""
+    return value.module if isinstance(value, Partitioned) else value
+
+
 def _counts(value: PartitionCounts | tuple[int, int], name: str) -> PartitionCounts:
     pair = int_pair(value) if isinstance(value, tuple) else None
     if pair is None:
@@ -94,13 +109,13 @@ def _blocks(module: Any) -> list[tuple[str, Any]]:
 
 def count_partitions(module: Any) -> PartitionCounts:
     """Count the ``_run_on_acc*`` and ``_run_on_gpu*`` children of a partitioned module."""
-    names = [n for n, _ in _blocks(module)]
+    names = [n for n, _ in _blocks(module_of(module))]
     return PartitionCounts(sum(n.startswith(ACC_PREFIX) for n in names), sum(n.startswith(GPU_PREFIX) for n in names))
 
 
 def describe_partitions(module: Any) -> str:
     lines = []
-    for name, child in _blocks(module):
+    for name, child in _blocks(module_of(module)):
         graph = getattr(child, "graph", None)
         ops = [str(n.target) for n in graph.nodes if n.op == "call_function"] if graph is not None else []
         lines.append(f"  {name}: {', '.join(ops) or '(no call_function nodes)'}")

@@ -256,3 +256,105 @@ def test_partition_helpers_on_an_unpartitioned_module_and_bad_expectations(recip
     for bad in [(1,), (1, 2, 3), (1, -1), (1.0, 2), (True, 0), "12", None]:
         with pytest.raises(ValueError, match=r"expected: expected \(acc, gpu\) non-negative integers"):
             assert_partition_counts(gm, bad)
+
+
+# --- the actual half: pytest_trtcap.partition -------------------------------------------------------------------
+
+
+def _mlp(dtype: Any = torch.float32) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).to(dtype)
+
+
+def _blocks(module: Any) -> list[str]:
+    return [name for name, _ in module.named_children() if name.startswith("_run_on")]
+
+
+@pytest.mark.parametrize("declared, names, expected", [
+    ("7.5", ["_run_on_gpu_0", "_run_on_acc_1", "_run_on_gpu_2"], (1, 2)),  # both FP32 linears kept off TensorRT
+    ("8.9", ["_run_on_acc_0"], (1, 0)),
+])
+def test_partition_exports_lowers_and_splits_under_the_declared_targets(declared, names, expected, targets, guarded):
+    from pytest_trtcap import Partitioned, partition
+
+    targets(declared)
+    model, x = _mlp(), torch.randn(2, 16)
+    result = partition(model, x)
+    assert isinstance(result, Partitioned)
+    module, counts = result
+    assert _blocks(module) == names
+    assert counts == expected
+    assert torch.allclose(module(x), model(x), atol=1e-6)  # the split module still computes the model
+    assert_partition_counts(result, counts)  # the helpers take the result as they take the module
+    assert describe_partitions(result) == describe_partitions(module)
+
+
+def test_partition_passes_torch_executed_ops_through(targets, guarded):
+    from pytest_trtcap import partition
+
+    targets("8.9")
+    module, counts = partition(_mlp(), torch.randn(2, 16), torch_executed_ops={torch.ops.aten.relu.default})
+    assert _blocks(module) == ["_run_on_acc_0", "_run_on_gpu_1", "_run_on_acc_2"]
+    assert counts == (2, 1)
+
+
+def test_partition_passes_min_block_size_through(targets, guarded):
+    """At 7.5 the ReLU between the two PyTorch linears is a block of one node: under a minimum of 2 it stays in
+    PyTorch too, and nothing goes to TensorRT."""
+    from pytest_trtcap import partition
+
+    targets("7.5")
+    assert partition(_mlp(), torch.randn(2, 16), min_block_size=2).counts.acc == 0
+
+
+def test_the_global_partitioner_leaves_what_tensorrt_does_not_take_inline(targets, guarded):
+    from pytest_trtcap import partition
+
+    targets("7.5")
+    module, counts = partition(_mlp(), torch.randn(2, 16), partitioner="global")
+    assert _blocks(module) == ["_run_on_acc_0"] and counts == (1, 0)
+    inline = [str(n.target) for n in module.graph.nodes if n.op == "call_function"]
+    assert inline.count("aten.linear.default") == 2
+
+
+def test_use_fast_partitioner_false_chooses_the_global_partitioner(targets, guarded):
+    from pytest_trtcap import partition
+
+    targets("7.5")
+    assert partition(_mlp(), torch.randn(2, 16), use_fast_partitioner=False).counts == (1, 0)
+
+
+def test_partition_takes_dynamic_shapes_and_the_result_runs_at_another_batch(targets, guarded):
+    from pytest_trtcap import partition
+
+    targets("7.5")
+    model = _mlp()
+    batch = torch.export.Dim("batch", min=2, max=64)
+    module, counts = partition(model, torch.randn(2, 16), dynamic_shapes=({0: batch},))
+    assert counts == (1, 2)
+    x = torch.randn(9, 16)
+    assert torch.allclose(module(x), model(x), atol=1e-6)
+
+
+def test_partition_takes_an_exported_program_as_it_is(targets, guarded):
+    from pytest_trtcap import partition
+
+    targets("7.5")
+    exported = torch.export.export(_mlp(torch.float16).eval(), (torch.randn(2, 16, dtype=torch.float16),))
+    assert partition(exported).counts == (1, 0)  # FP16 GEMMs stay on TensorRT at 7.5
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"min_blok_size": 2}, "partition: min_blok_size=2 is not a CompilationSettings field of the installed "
+                           "Torch-TensorRT (did you mean min_block_size?)"),
+    ({"partitioner": "adjacency"}, "partition: partitioner='adjacency' is not one of fast, global, hierarchical"),
+    ({"partitioner": "global", "use_fast_partitioner": True},
+     "partition: partitioner='global' contradicts use_fast_partitioner=True; give one"),
+])
+def test_a_setting_partition_cannot_take_is_refused_by_name(settings, message, targets):
+    from pytest_trtcap import partition
+
+    targets("8.9")
+    with pytest.raises((TypeError, ValueError)) as info:
+        partition(_mlp(), torch.randn(2, 16), **settings)
+    assert str(info.value) == message
