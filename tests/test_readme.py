@@ -58,7 +58,7 @@ def test_the_install_line_is_the_lane_recipes_which_its_test_runs() -> None:
     """The README installs as the CPU lane's recipe does (``tests/test_lane_recipe.py`` runs that line)."""
     install = _fenced(README.split("## Install into your project")[1], "bash")[0].strip()
     recipe = _between(DOCS["docs/cpu-lane.md"], "<!-- lane-recipe:start -->", "<!-- lane-recipe:end -->")
-    assert install == recipe.split("```sh\n", 1)[1].splitlines()[0]
+    assert install == ".venv/bin/" + recipe.split("```sh\n", 1)[1].splitlines()[0]  # the README's from its venv
 
 
 def test_the_extras_the_readme_names_are_defined() -> None:
