@@ -78,7 +78,6 @@ def _layers() -> tuple[list[str], bool]:
     """This environment's site-packages, one holding a setuptools this project builds with first; and whether
     there is one (then the install needs no index at all)."""
     import tomllib
-
     from packaging.requirements import Requirement
     from packaging.version import Version
 
