@@ -154,3 +154,26 @@ def test_every_exported_name_is_documented_and_every_documented_name_exported() 
     for short, package in names:
         named = set(re.findall(rf"(?<![/(\[])\b{short}\.([A-Za-z_]\w*)", USER_DOCS)) - submodules  # not a link
         assert sorted(named - set(package.__all__)) == [], short
+
+
+def test_the_changelogs_claim_about_the_examples_devices_holds_for_every_example_file() -> None:
+    """The CHANGELOG says every example model that is partitioned is exported on the device (``partition`` puts it
+    there), and every model also run in eager is moved there with its inputs: each example file that builds a model
+    partitions it with the plugin's fixture, and each that calls its model in eager moves model and input with
+    ``device``. A file with neither (registering an atomic subgraph) builds no model to place."""
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "The examples export every model they partition on the CUDA device where one exists" in changelog
+    partitioning = []
+    for path in sorted((ROOT / "examples").glob("test_*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "partition(" not in text:
+            assert "device" not in text and "model(" not in text, path.name
+            continue
+        partitioning.append(path.name)
+        assert "def test_" in text and re.search(r"def test_\w+\([^)]*\bpartition\b", text), path.name
+        for eager in re.finditer(r"\bmodel\(", text):  # the model run in eager: it and its input are on the device
+            assert re.search(r"model, \w+ = \w+\(.*\)\.(?:eval\(\)\.)?to\(device\), torch\.\w+\(.*device=device\)",
+                             text), (path.name, eager.group(0))
+    assert len(partitioning) == 5, partitioning
+    conftest = (ROOT / "examples" / "conftest.py").read_text(encoding="utf-8")
+    assert "def partition" not in conftest  # the plugin's fixture, which exports on the device
