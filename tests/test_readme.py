@@ -177,3 +177,39 @@ def test_the_changelogs_claim_about_the_examples_devices_holds_for_every_example
     assert len(partitioning) == 5, partitioning
     conftest = (ROOT / "examples" / "conftest.py").read_text(encoding="utf-8")
     assert "def partition" not in conftest  # the plugin's fixture, which exports on the device
+
+
+def _release_matrix():
+    import importlib.util
+
+    import sys
+
+    spec = importlib.util.spec_from_file_location("ci_releases", ROOT / ".ci" / "releases.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_release_table_is_what_the_release_matrix_writes_for_its_own_rows() -> None:
+    """docs/releases.md is the matrix's output: its text around the rows is the matrix's template for the rows'
+    values, the date and the command it names, and each row's guard-test count is pytest's own summary line of
+    one run of the same selection (so every release of that run counts the same tests)."""
+    matrix = _release_matrix()
+    doc = DOCS["docs/releases.md"]
+    rows = [line for line in doc.splitlines() if re.match(r"\| 2\.\d+ \|", line)]
+    results = []
+    for row in rows:
+        release, versions, main_job, guard_tests, unreviewed, seconds = (c.strip() for c in row.strip("|").split("|"))
+        results.append(matrix.Result(release, versions, unreviewed, main_job, guard_tests, float(seconds[:-2])))
+    assert [r.release for r in results] == list(matrix.RELEASES)
+    command = re.search(r"\n    (python \.ci/releases\.py.*)\n", doc).group(1)
+    date = re.search(r"Last run: (.*)\.\n", doc).group(1)
+    assert matrix.render_table(results, command, date) == doc
+    totals = set()
+    for result in results:
+        summary = re.fullmatch(r"(\d+) passed(?:, (\d+) skipped)?(?:, \d+ warnings?)? in [\d.]+s(?: \([\d:]+\))?",
+                               result.guard_tests)
+        assert summary, result.guard_tests
+        totals.add(sum(int(n or 0) for n in summary.groups()))
+    assert len(totals) == 1, totals
