@@ -181,7 +181,6 @@ def test_the_changelogs_claim_about_the_examples_devices_holds_for_every_example
 
 def _release_matrix():
     import importlib.util
-
     import sys
 
     spec = importlib.util.spec_from_file_location("ci_releases", ROOT / ".ci" / "releases.py")
