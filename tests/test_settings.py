@@ -400,7 +400,7 @@ def test_in_pytest_9s_native_table_an_ini_value_is_given_as_text(pytester: pytes
 
 
 @pytest.mark.parametrize("where, value, located", [
-    ("ini", "7.5,10.1", "pytest.ini:3"),
+    ("ini", "7.5,10.1", "tox.ini:3"),  # pytester.makeini writes a tox.ini
     ("option", "7.5,10.2", "--trt-target-sm 7.5,10.2"),
     ("env", "7.5,10.4", "TRTCAP_TARGET_SM=7.5,10.4"),
 ])
