@@ -358,3 +358,32 @@ def test_a_setting_partition_cannot_take_is_refused_by_name(settings, message, t
     with pytest.raises((TypeError, ValueError)) as info:
         partition(_mlp(), torch.randn(2, 16), **settings)
     assert str(info.value) == message
+
+
+FAILING_COUNT = '''
+import logging
+import torch
+from pytest_trtcap import assert_partition_counts
+
+def test_counts(partition):
+    logging.getLogger("project").debug("the project's own debug line")
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    assert_partition_counts(partition(model, torch.randn(2, 16)), (1, 2))
+'''
+
+
+def test_a_failing_count_ends_with_its_explanation_not_torchs_trace_records(pytester: pytest.Pytester):
+    """pytest captures every non-propagating logger too, and torch's structured-trace logger (``torch.__trace``)
+    logs at DEBUG whatever the level: 33 records of it stood between the explanation and the summary. They are
+    not captured; the project's own records still are."""
+    pytester.makepyfile(test_counts=FAILING_COUNT)
+    result = pytester.runpytest("-p", "no:randomly", "--trt-target-sm", "7.5", "--trtcap-guards", "off",
+                                "--log-level", "DEBUG")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "torch.__trace" not in out
+    result.stdout.fnmatch_lines([
+        "E           AssertionError: partition counts (1, 0) != expected (1, 2) (acc, gpu)",
+        "*Captured log call*",
+        "DEBUG    project:test_counts.py:7 the project's own debug line",
+    ])
