@@ -385,5 +385,5 @@ def test_a_failing_count_ends_with_its_explanation_not_torchs_trace_records(pyte
     result.stdout.fnmatch_lines([
         "E           AssertionError: partition counts (1, 0) != expected (1, 2) (acc, gpu)",
         "*Captured log call*",
-        "DEBUG    project:test_counts.py:7 the project's own debug line",
+        "DEBUG    project:test_counts.py:6 the project's own debug line",
     ])
