@@ -85,6 +85,29 @@ def _early(config: pytest.Config, dest: str) -> Any:
     return settings.resolve_early(config, dest).value
 
 
+#: torch's structured-trace logger: non-propagating and always at DEBUG, it is meant for ``TORCH_TRACE`` files.
+_TORCH_TRACE = "torch.__trace"
+
+
+def _not_torch_trace(record: Any) -> bool:
+    return record.name != _TORCH_TRACE
+
+
+def _keep_torch_trace_out_of_captured_logs(config: pytest.Config) -> None:
+    """pytest attaches its log capture to every non-propagating logger, so each export would put dozens of empty
+    ``DEBUG torch.__trace`` records into a failing test's report, below our explanation. Its handlers skip them
+    (torch's own trace handler, writing ``TORCH_TRACE`` files, is untouched)."""
+    logging_plugin = config.pluginmanager.get_plugin("logging-plugin")
+    for name in ("caplog_handler", "report_handler"):
+        handler = getattr(logging_plugin, name, None)
+        if handler is not None and hasattr(handler, "addFilter"):
+            handler.addFilter(_not_torch_trace)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _keep_torch_trace_out_of_captured_logs(session.config)  # pytest's logging plugin exists once configured
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if config.option.markers:  # ``pytest --markers`` shows their help, generated from the rules table
         from .markers import marker_lines
