@@ -252,11 +252,41 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Conftests found during collection may implement our hooks, test modules may have imported the guards, and
     ``pytest_collection_modifyitems`` may have added our markers after the collectors reported."""
     config = session.config
+    _warn_misspelt_markers(config, session.items)
     if _STATE not in config.stash:
         return
     state = config.stash[_STATE]
     if (state is None or state.session is None) and (_in_use(config) or _carried_after_collection(session.items)):
         _activate(config).pytest_collection_finish(session)  # registered during this hook: pluggy would skip it
+
+
+def _warn_misspelt_markers(config: pytest.Config, items: Any) -> None:
+    """A marker pytest does not know that is close to one of ours (``trt_fp32_gem``) leaves the test running where
+    ours would skip it: warn at the test, naming the marker meant (pytest's own warning cannot)."""
+    unknown: dict[str, Any] = {}
+    seen: set[int] = set()
+    for item in items:
+        node = item
+        while node is not None and id(node) not in seen:  # the test, its class and module, each read once
+            seen.add(id(node))
+            for mark in getattr(node, "own_markers", ()):
+                unknown.setdefault(mark.name, item)
+            node = getattr(node, "parent", None)
+    registered = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+    unknown = {name: item for name, item in unknown.items() if name not in registered}
+    if not unknown:
+        return
+    import difflib
+    import warnings
+
+    for name, item in unknown.items():
+        near = difflib.get_close_matches(name, options.MARKER_NAMES, n=1, cutoff=0.8)
+        if near:
+            path, line, _ = item.location
+            warnings.warn_explicit(pytest.PytestUnknownMarkWarning(
+                f"trtcap: {item.nodeid} is marked {name}, which is no marker: did you mean {near[0]}? It runs where "
+                f"{near[0]} would skip it; add --strict-markers to addopts to make an unknown marker an error"),
+                pytest.PytestUnknownMarkWarning, str(item.path), (line or 0) + 1)
 
 
 def _carried_after_collection(items: Any) -> bool:

@@ -343,7 +343,7 @@ def test_a_misspelt_marker_close_to_ours_is_named_with_the_marker_meant(pytester
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-target-sm", "7.5")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
-        "*test_typo.py:6: PytestUnknownMarkWarning: trtcap: test_typo.py::test_misspelt is marked "
+        "*test_typo.py:4: PytestUnknownMarkWarning: trtcap: test_typo.py::test_misspelt is marked "
         "trt_fp32_gem, which is no marker: did you mean trt_fp32_gemm? *--strict-markers*",
     ])
     assert "did you mean" not in result.stdout.str().split("test_misspelt is marked", 1)[1].split("\n", 1)[1]
