@@ -387,3 +387,17 @@ def test_a_failing_count_ends_with_its_explanation_not_torchs_trace_records(pyte
         "*Captured log call*",
         "DEBUG    project:test_counts.py:6 the project's own debug line",
     ])
+
+
+def test_the_hierarchical_partitioner_asks_no_validator_and_the_audit_says_so(targets, guarded):
+    """Torch-TensorRT's hierarchical partitioner matches op names against its backends' lists and never runs a
+    converter's validator, so the guards cannot move the FP32 linears off TensorRT there: the audit of its result
+    names both."""
+    from pytest_trtcap import partition, unservable_placements
+
+    targets("7.5")
+    result = partition(_mlp(), torch.randn(2, 16), partitioner="hierarchical")
+    assert _blocks(result.module) == ["_run_on_acc_tensorrt_0"] and result.counts == (1, 0)
+    found = unservable_placements(result)
+    linear = ("_run_on_acc_tensorrt_0", "aten.linear.default", "fp32_gemm")
+    assert [(p.block, p.op, p.rule) for p in found] == [linear, linear]
