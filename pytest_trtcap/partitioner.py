@@ -34,8 +34,8 @@ def partition(model: Any, *example_inputs: Any, dynamic_shapes: Any = None, part
     ``settings`` are ``CompilationSettings`` fields (``min_block_size``, default 1; ``torch_executed_ops``;
     ``use_fp32_acc``; ...). ``partitioner`` is ``"fast"`` (``compile``'s default), ``"global"`` or
     ``"hierarchical"``; left out, ``use_fast_partitioner=False`` chooses ``"global"``. ``device``: where the model
-    (moved in place, as ``Module.to`` does) and copies of the inputs go before export; the CUDA device where one
-    exists, else the CPU. An ``ExportedProgram`` is taken as it is (no inputs needed).
+    (moved in place, as ``Module.to`` does, and put in eval mode) and copies of the inputs go before export; the
+    CUDA device where one exists, else the CPU. An ``ExportedProgram`` is taken as it is (no inputs needed).
     """
     import torch
 
