@@ -112,5 +112,9 @@ def _split(lowered: Any, settings: Any, chosen: str) -> Any:
 
     options = {"min_block_size": settings.min_block_size, "torch_executed_ops": settings.torch_executed_ops,
                "require_full_compilation": settings.require_full_compilation}
-    module, _ = getattr(partitioning, PARTITIONERS[chosen])(lowered, **options)
+    entry = getattr(partitioning, PARTITIONERS[chosen], None)
+    if entry is None:  # an older release
+        raise ValueError(f"partition: partitioner={chosen!r}: the installed Torch-TensorRT has no "
+                         f"torch_tensorrt.dynamo.partitioning.{PARTITIONERS[chosen]}")
+    module, _ = entry(lowered, **options)
     return module
