@@ -261,8 +261,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def _warn_misspelt_markers(config: pytest.Config, items: Any) -> None:
-    """A marker pytest does not know that is close to one of ours (``trt_fp32_gem``) leaves the test running where
-    ours would skip it: warn at the test, naming the marker meant (pytest's own warning cannot)."""
+    """Markers pytest does not know, on the collected tests or a class or module above them: one close to ours is
+    warned about by ``markers`` (loaded only when there is an unknown marker)."""
     unknown: dict[str, Any] = {}
     seen: set[int] = set()
     for item in items:
@@ -274,19 +274,10 @@ def _warn_misspelt_markers(config: pytest.Config, items: Any) -> None:
             node = getattr(node, "parent", None)
     registered = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
     unknown = {name: item for name, item in unknown.items() if name not in registered}
-    if not unknown:
-        return
-    import difflib
-    import warnings
+    if unknown:
+        from .markers import warn_misspelt
 
-    for name, item in unknown.items():
-        near = difflib.get_close_matches(name, options.MARKER_NAMES, n=1, cutoff=0.8)
-        if near:
-            path, line, _ = item.location
-            warnings.warn_explicit(pytest.PytestUnknownMarkWarning(
-                f"trtcap: {item.nodeid} is marked {name}, which is no marker: did you mean {near[0]}? It runs where "
-                f"{near[0]} would skip it; add --strict-markers to addopts to make an unknown marker an error"),
-                pytest.PytestUnknownMarkWarning, str(item.path), (line or 0) + 1)
+        warn_misspelt(unknown)
 
 
 def _carried_after_collection(items: Any) -> bool:
