@@ -25,14 +25,16 @@ PARTITIONERS = {"fast": "fast_partition", "global": "global_partition",
 MIN_BLOCK_SIZE = 1
 
 
-def partition(model: Any, *example_inputs: Any, dynamic_shapes: Any = None, partitioner: str | None = None,
-              device: Any = None, **settings: Any) -> Partitioned:
-    """Export ``model`` with ``example_inputs`` (and ``dynamic_shapes``, as ``torch.export.export`` takes them),
+def partition(model: Any, *example_inputs: Any, kwarg_inputs: Any = None, dynamic_shapes: Any = None,
+              partitioner: str | None = None, device: Any = None, **settings: Any) -> Partitioned:
+    """Export ``model`` with ``example_inputs`` and ``kwarg_inputs`` (and ``dynamic_shapes``, as
+    ``torch.export.export`` takes them),
     lower it and partition it as ``torch_tensorrt.dynamo.compile`` would, under the declared targets and the
     installed guards; no engine is built.
 
     ``settings`` are ``CompilationSettings`` fields (``min_block_size``, default 1; ``torch_executed_ops``;
-    ``use_fp32_acc``; ...). ``partitioner`` is ``"fast"`` (``compile``'s default), ``"global"`` or
+    ``use_fp32_acc``; ``enable_resource_partitioning`` splits the TensorRT blocks further, as ``compile`` does;
+    ...). ``partitioner`` is ``"fast"`` (``compile``'s default), ``"global"`` or
     ``"hierarchical"``; left out, ``use_fast_partitioner=False`` chooses ``"global"``. ``device``: where the model
     (moved in place, as ``Module.to`` does, and put in eval mode) and copies of the inputs go before export; the
     CUDA device where one exists, else the CPU. An ``ExportedProgram`` is taken as it is (no inputs needed).
@@ -45,8 +47,12 @@ def partition(model: Any, *example_inputs: Any, dynamic_shapes: Any = None, part
         exported = model
     else:
         where = torch.device(device) if device is not None else _default_device(torch)
-        inputs = tuple(x.to(where) if isinstance(x, torch.Tensor) else x for x in example_inputs)
-        exported = torch.export.export(model.to(where).eval(), inputs, dynamic_shapes=dynamic_shapes)
+        def placed(x: Any) -> Any:
+            return x.to(where) if isinstance(x, torch.Tensor) else x
+
+        inputs = tuple(placed(x) for x in example_inputs)
+        kwargs = {k: placed(v) for k, v in (kwarg_inputs or {}).items()}
+        exported = torch.export.export(model.to(where).eval(), inputs, kwargs, dynamic_shapes=dynamic_shapes)
     lowered = _lower(exported, compilation)
     module = _split(lowered, compilation, chosen)
     return Partitioned(module, count_partitions(module))
@@ -117,4 +123,8 @@ def _split(lowered: Any, settings: Any, chosen: str) -> Any:
         raise ValueError(f"partition: partitioner={chosen!r}: the installed Torch-TensorRT has no "
                          f"torch_tensorrt.dynamo.partitioning.{PARTITIONERS[chosen]}")
     module, _ = entry(lowered, **options)
+    if getattr(settings, "enable_resource_partitioning", False):  # as compile does after partitioning
+        from torch_tensorrt.dynamo.partitioning._resource_partitioner import resource_partition
+
+        module = resource_partition(module, cpu_memory_budget=settings.cpu_memory_budget)
     return module

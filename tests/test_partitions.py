@@ -401,3 +401,42 @@ def test_the_hierarchical_partitioner_asks_no_validator_and_the_audit_says_so(ta
     found = unservable_placements(result)
     linear = ("_run_on_acc_tensorrt_0", "aten.linear.default", "fp32_gemm")
     assert [(p.block, p.op, p.rule) for p in found] == [linear, linear]
+
+
+class _Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor, *, scale: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.linear(x)) * scale
+
+
+def test_partition_takes_keyword_inputs(targets, guarded):
+    from pytest_trtcap import partition
+
+    targets("8.9")
+    model, x, scale = _Scaled(), torch.randn(2, 16), torch.randn(4)
+    module, counts = partition(model, x, kwarg_inputs={"scale": scale})
+    assert counts == (1, 0)
+    assert torch.allclose(module(x, scale=scale), model(x, scale=scale), atol=1e-6)
+
+
+def test_resource_partitioning_is_applied_when_the_settings_ask_for_it(targets, guarded):
+    """As ``compile`` does: with a CPU memory budget too small for one engine of the whole model, the one TensorRT
+    block is split into several; without the setting it stays one. Torch-TensorRT's budget counts from the process's
+    resident memory, and assumes a build takes four times a block's weights: three times the weights above what the
+    process holds leaves each engine less than the whole model."""
+    import psutil
+
+    from pytest_trtcap import partition
+
+    targets("8.9")
+    model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(6)])
+    x = torch.randn(2, 1024)
+    assert partition(model, x).counts == (1, 0)
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    budget = psutil.Process().memory_info().rss + 3 * weights
+    split = partition(model, x, enable_resource_partitioning=True, cpu_memory_budget=budget)
+    assert split.counts.acc > 1 and split.counts.gpu == 0
+    assert torch.allclose(split.module(x), model(x), atol=1e-5)
