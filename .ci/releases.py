@@ -169,20 +169,27 @@ def _last_results() -> list[Result]:
     return [Result(**json.loads(path.read_text())) for path in saved if path.is_file()]
 
 
-def write_table(results: list[Result], command: str) -> None:
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+def render_table(results: list[Result], command: str, date: str) -> str:
+    """docs/releases.md: each row is a run's own output (the guard tests' column is pytest's summary line)."""
     rows = [f"| {r.release} | {r.versions} | {r.main_job} | {r.guard_tests} | {r.unreviewed} | {r.seconds:.0f} s |"
             for r in results]
-    DOC.parent.mkdir(exist_ok=True)
-    DOC.write_text("\n".join([
+    return "\n".join([
         "# Supported releases", "",
         "pytest-trtcap supports torch-tensorrt-rtx 2.11, 2.12, 2.13 and 2.14, each with the torch and TensorRT-RTX it",
         "pins. CI tests 2.14; this table comes from the release matrix, run by hand before a release on a machine",
         "without a GPU:", "", f"    {command}", "", f"Last run: {date}.", "",
+        "Each row is what that run printed. The guard library tests are those of the checkout on that date: the",
+        "project adds tests between releases, so a checkout of today may collect more of them than a row counts.", "",
         "| release | installed | main job (`trtcap sweep --arms 7.5,8.9 -- examples`) | guard library tests |"
         " `unreviewed_targets()` | time |",
         "|---|---|---|---|---|---|", *rows, "", *NOTES, "",
-    ]))
+    ])
+
+
+def write_table(results: list[Result], command: str) -> None:
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    DOC.parent.mkdir(exist_ok=True)
+    DOC.write_text(render_table(results, command, date))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -72,9 +72,11 @@ class Result:
             return "for information"
         if not self.checked:
             return "not checked (--quick)"
+        if self.counted is not None:  # a count the machine's noise cannot move decides
+            return "met" if self.counted <= self.target else "MISSED"
         noise = self.noise or 0.0
         if self.ratio + noise <= self.target:
-            return "met" if self.counted is None or self.counted <= self.target else "not measurable"
+            return "met"
         if self.ratio - noise > self.target:
             return "MISSED"
         return "not measurable"

@@ -28,5 +28,5 @@ def test_fp32_attention_placement(partition, expected_partition_counts, device):
 
 def test_turing_safe_attention_stays_on_tensorrt(partition, turing_safe_gemm_dtype, expected_partition_counts, device):
     partitioned = partition(Attention(), *qkv(turing_safe_gemm_dtype, device))
-    expected = expected_partition_counts(default=(1, 0), releases=cpu_lowering(device))
+    expected = expected_partition_counts(default=(1, 0), turing=(1, 0), releases=cpu_lowering(device))
     assert count_partitions(partitioned).acc == expected.acc

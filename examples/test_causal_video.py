@@ -29,4 +29,4 @@ def test_causal_conv3d_placement_and_output(partition, expected_partition_counts
     expected = expected_partition_counts(default=(1, 0), turing=(1, 1), releases={"<2.14": {"turing": (2, 1)}})
     assert_partition_counts(partitioned, expected)
     with torch.no_grad():
-        assert_trt_close(partitioned(video), model(video))
+        assert_trt_close(partitioned.module(video), model(video))

@@ -6,10 +6,9 @@ and skipped there with a reason that names the target and where it came from.
 
 import pytest
 import torch
-from conftest import lower
-from torch_tensorrt import Input
 from torch_tensorrt.dynamo._settings import CompilationSettings
 from torch_tensorrt.dynamo.conversion import TRTInterpreter
+from torch_tensorrt.dynamo.partitioning import construct_submodule_inputs
 
 
 class MM(torch.nn.Module):
@@ -38,12 +37,13 @@ CASES = {
 @pytest.mark.trt_fp32_gemm
 class TestFP32GemmConverters:
     @pytest.mark.parametrize("name", sorted(CASES))
-    def test_builds_fp32_engine(self, name):
+    def test_builds_fp32_engine(self, name, partition, device):
         model, inputs = CASES[name]
+        module, counts = partition(model, *inputs, device=device)
+        assert counts == (1, 0)  # the whole GEMM is one TensorRT block, built here as compile would build it
+        block = module._run_on_acc_0
         settings = CompilationSettings(min_block_size=1)
-        interpreter = TRTInterpreter(
-            lower(model, *inputs), [Input.from_tensor(t) for t in inputs], compilation_settings=settings
-        )
+        interpreter = TRTInterpreter(block, construct_submodule_inputs(block), compilation_settings=settings)
         interpreter._construct_trt_network_def()
         assert interpreter.ctx.net.num_layers >= 1
         engine = interpreter.builder.build_serialized_network(

@@ -22,7 +22,7 @@ class ConvHead(torch.nn.Module):
 
 def test_conv_model_ending_in_fp32_linear(partition, expected_partition_counts, device):
     model, x = ConvHead().to(device), torch.randn(2, 3, 8, 8, device=device)
-    partitioned = resource_partition(partition(model, x), cpu_memory_budget=2**40)
+    partitioned = resource_partition(partition(model, x).module, cpu_memory_budget=2**40)
     expected = expected_partition_counts(default=(1, 0), turing=(1, 1))
     assert_partition_counts(partitioned, expected)
     assert_servable_placements(partitioned)

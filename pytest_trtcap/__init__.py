@@ -14,6 +14,7 @@ from typing import Any
 #: Public name -> the module that defines it (``.NAME``: one of this package's).
 _EXPORTS: dict[str, str] = {
     "PartitionCounts": ".partitions",
+    "Partitioned": ".partitions",
     "TrtCapabilityMixin": ".unittest_support",
     "TrtcapAuditError": ".audit",
     "TrtcapLeakError": ".isolation",
@@ -26,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "count_partitions": ".partitions",
     "describe_partitions": ".partitions",
     "expected_partition_counts": ".partitions",
+    "partition": ".partitioner",
     "unservable_placements": ".audit",
 }
 

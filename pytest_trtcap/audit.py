@@ -31,7 +31,7 @@ from trtcap_guards import RULES, Rule
 from trtcap_guards.tooling import converter_registry, loaded_converter_registry, target_name_of
 
 from .escaping import one_line
-from .partitions import ACC_PREFIX, GPU_PREFIX
+from .partitions import ACC_PREFIX, GPU_PREFIX, module_of
 from .report import OwnProperties
 
 
@@ -62,6 +62,7 @@ Located = tuple[str, Any]  # (block, fx node)
 
 
 def _named_modules(module: Any) -> list[tuple[str, Any]]:
+    module = module_of(module)  # pytest_trtcap.partition's result
     named = getattr(module, "named_modules", None)
     if not callable(named):
         hint = " unpack the partitioner's result (module, ...)" if isinstance(module, tuple) else ""
@@ -124,6 +125,7 @@ def _located(module: Any, settings: Any) -> Iterator[Located]:
     import torch
 
     named = _named_modules(module)
+    module = module_of(module)
     blocks = _acc_blocks(named)
     if blocks or any(n.rsplit(".", 1)[-1].startswith((ACC_PREFIX, GPU_PREFIX)) for n, _ in named):
         return _in_blocks(blocks)

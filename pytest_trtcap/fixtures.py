@@ -17,7 +17,7 @@ import pytest
 if TYPE_CHECKING:
     from trtcap_guards import CapabilityDecision
 
-    from .partitions import PartitionCounts
+    from .partitions import PartitionCounts, Partitioned
 
 
 def _need_torch(fixture: str) -> Any:
@@ -60,3 +60,13 @@ def expected_partition_counts() -> Callable[..., PartitionCounts]:
     from .partitions import expected_partition_counts as choose
 
     return choose
+
+
+@pytest.fixture
+def partition() -> Callable[..., Partitioned]:
+    """``pytest_trtcap.partition``: ``partition(model, *example_inputs, **settings)`` exports, lowers and partitions
+    with Torch-TensorRT's own code under the declared targets, and returns ``Partitioned(module, counts)``."""
+    _need_torch("partition")
+    from .partitioner import partition as run
+
+    return run

@@ -88,3 +88,20 @@ def check_collect_report(report: Any) -> None:
         report.outcome = "failed"
         report.longrepr = "trtcap: " + "\n".join(problems)
         report.result = []
+
+
+def warn_misspelt(unknown: dict[str, Any]) -> None:
+    """For each marker pytest does not know (name -> the first test carrying it) that is close to one of ours
+    (``trt_fp32_gem``): a ``PytestUnknownMarkWarning`` at that test naming the marker meant. The test runs where
+    ours would skip it; pytest's own warning cannot say which one was meant."""
+    import difflib
+    import warnings
+
+    for name, item in unknown.items():
+        near = difflib.get_close_matches(name, MARKER_NAMES, n=1, cutoff=0.8)
+        if near:
+            _, line, _ = item.location
+            warnings.warn_explicit(pytest.PytestUnknownMarkWarning(
+                f"trtcap: {item.nodeid} is marked {name}, which is no marker: did you mean {near[0]}? It runs where "
+                f"{near[0]} would skip it; add --strict-markers to addopts to make an unknown marker an error"),
+                pytest.PytestUnknownMarkWarning, str(item.path), (line or 0) + 1)

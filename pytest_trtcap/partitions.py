@@ -21,6 +21,21 @@ class PartitionCounts(NamedTuple):
     gpu: int
 
 
+class Partitioned(NamedTuple):
+    """What :func:`partition` returns: the partitioned ``torch.fx.GraphModule`` (its ``_run_on_acc*`` blocks go to
+    TensorRT, ``_run_on_gpu*`` to PyTorch) and its block counts, in the shape ``expected_partition_counts`` gives.
+    ``assert_partition_counts``, ``count_partitions``, ``describe_partitions`` and the audit's functions take it as
+    they take the module; ``module, counts = partition(...)`` unpacks it."""
+
+    module: Any
+    counts: PartitionCounts
+
+
+def module_of(value: Any) -> Any:
+    """The module of a :class:`Partitioned`; anything else as it is."""
+    return value.module if isinstance(value, Partitioned) else value
+
+
 def _counts(value: PartitionCounts | tuple[int, int], name: str) -> PartitionCounts:
     pair = int_pair(value) if isinstance(value, tuple) else None
     if pair is None:
@@ -37,6 +52,10 @@ def expected_partition_counts(
 ) -> PartitionCounts:
     """``turing`` when the build targets Turing on TensorRT-RTX, else ``default``.
 
+    Where Turing is a target, ``turing`` must be given (here or by the matching ``releases`` entry): counts that
+    hold on Turing too say so with ``turing=`` equal to ``default``, and a forgotten one is a ``ValueError``, never
+    the default in silence. Where Turing is no target, ``default`` alone is enough.
+
     Counts depend on the installed release's lowering passes as well as on the targets (2.14 fuses a pad into the
     convolution after it; 2.12 leaves two nodes), so ``releases`` overrides either count on some releases:
     ``{"<2.14": {"turing": (2, 1)}}``. Each key is a version specifier (PEP 440); the first that admits the
@@ -47,9 +66,16 @@ def expected_partition_counts(
         chosen["turing"] = _counts(turing, "turing")  # checked on every target, not only on Turing runs
     if releases is not None:
         chosen.update(_release_override(releases))
-    if "turing" in chosen and guards.trt_rtx_targets_turing(settings):
-        return chosen["turing"]
-    return chosen["default"]
+    decision = guards.capability_decision(settings)
+    if not decision.targets_turing:
+        return chosen["default"]
+    if "turing" not in chosen:
+        acc, gpu = chosen["default"]
+        raise ValueError(
+            f"expected_partition_counts: no turing= counts, and the targets include Turing "
+            f"({one_line(decision.describe())}): give the counts on Turing, turing=({acc}, {gpu}) if they are the "
+            "default's")
+    return chosen["turing"]
 
 
 def _release_override(releases: Any) -> dict[str, PartitionCounts]:
@@ -83,13 +109,13 @@ def _blocks(module: Any) -> list[tuple[str, Any]]:
 
 def count_partitions(module: Any) -> PartitionCounts:
     """Count the ``_run_on_acc*`` and ``_run_on_gpu*`` children of a partitioned module."""
-    names = [n for n, _ in _blocks(module)]
+    names = [n for n, _ in _blocks(module_of(module))]
     return PartitionCounts(sum(n.startswith(ACC_PREFIX) for n in names), sum(n.startswith(GPU_PREFIX) for n in names))
 
 
 def describe_partitions(module: Any) -> str:
     lines = []
-    for name, child in _blocks(module):
+    for name, child in _blocks(module_of(module)):
         graph = getattr(child, "graph", None)
         ops = [str(n.target) for n in graph.nodes if n.op == "call_function"] if graph is not None else []
         lines.append(f"  {name}: {', '.join(ops) or '(no call_function nodes)'}")

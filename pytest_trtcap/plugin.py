@@ -87,6 +87,29 @@ def _early(config: pytest.Config, dest: str) -> Any:
     return settings.resolve_early(config, dest).value
 
 
+#: torch's structured-trace logger: non-propagating and always at DEBUG, it is meant for ``TORCH_TRACE`` files.
+_TORCH_TRACE = "torch.__trace"
+
+
+def _not_torch_trace(record: Any) -> bool:
+    return record.name != _TORCH_TRACE
+
+
+def _keep_torch_trace_out_of_captured_logs(config: pytest.Config) -> None:
+    """pytest attaches its log capture to every non-propagating logger, so each export would put dozens of empty
+    ``DEBUG torch.__trace`` records into a failing test's report, below our explanation. Its handlers skip them
+    (torch's own trace handler, writing ``TORCH_TRACE`` files, is untouched)."""
+    logging_plugin = config.pluginmanager.get_plugin("logging-plugin")
+    for name in ("caplog_handler", "report_handler"):
+        handler = getattr(logging_plugin, name, None)
+        if handler is not None and hasattr(handler, "addFilter"):
+            handler.addFilter(_not_torch_trace)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _keep_torch_trace_out_of_captured_logs(session.config)  # pytest's logging plugin exists once configured
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if config.option.markers:  # ``pytest --markers`` shows their help, generated from the rules table
         from .markers import marker_lines
@@ -252,6 +275,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Conftests found during collection may implement our hooks, test modules may have imported the guards, and
     ``pytest_collection_modifyitems`` may have added our markers after the collectors reported."""
     config = session.config
+    _warn_misspelt_markers(config, session.items)
     if _STATE not in config.stash:
         return
     state = config.stash[_STATE]
@@ -262,6 +286,26 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
         for entry in _state(config).user_state_entries():
             config.stash[_DRIVE].hold(user_spec(entry.label, entry.snapshot, entry.restore, entry.where))
+
+
+def _warn_misspelt_markers(config: pytest.Config, items: Any) -> None:
+    """Markers pytest does not know, on the collected tests or a class or module above them: one close to ours is
+    warned about by ``markers`` (loaded only when there is an unknown marker)."""
+    unknown: dict[str, Any] = {}
+    seen: set[int] = set()
+    for item in items:
+        node = item
+        while node is not None and id(node) not in seen:  # the test, its class and module, each read once
+            seen.add(id(node))
+            for mark in getattr(node, "own_markers", ()):
+                unknown.setdefault(mark.name, item)
+            node = getattr(node, "parent", None)
+    registered = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+    unknown = {name: item for name, item in unknown.items() if name not in registered}
+    if unknown:
+        from .markers import warn_misspelt
+
+        warn_misspelt(unknown)
 
 
 def _carried_after_collection(items: Any) -> bool:

@@ -115,11 +115,41 @@ def report_unsupported(config: pytest.Config, setting: Setting) -> None:
     if message is None:
         return
     try:
-        config.issue_config_time_warning(guards.UnsupportedTargetWarning(message), stacklevel=3)
+        _issue_at(config, guards.UnsupportedTargetWarning(message), *_where(config, setting.source))
     except Warning as exc:
         raise pytest.UsageError(
             f"trtcap: {message} ({type(exc).__name__} is an error under the warnings filter)"
         ) from None
+
+
+def _where(config: pytest.Config, source: str) -> tuple[str, int]:
+    """Where the user wrote the setting named ``source``: the ini file and the key's line, else the option or the
+    variable with its value (what pytest's warnings summary shows as the warning's location)."""
+    spec = next((s for s in SPECS if source in (s.option, s.env, f"ini {s.ini}")), None)
+    if spec is None:
+        return source, 1
+    if source == spec.option:
+        return f"{spec.option} {config.getoption(f'trtcap_{spec.dest}')}", 1
+    if source == spec.env:
+        import os
+
+        return f"{spec.env}={os.environ.get(spec.env, '')}", 1
+    path = config.inipath
+    if path is None:
+        return source, 1
+    import re
+
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    key = re.compile(rf"\s*{re.escape(spec.ini)}\s*[=:]")
+    return str(path), next((n for n, line in enumerate(lines, 1) if key.match(line)), 1)
+
+
+def _issue_at(config: pytest.Config, warning: Warning, filename: str, lineno: int) -> None:
+    """``config.issue_config_time_warning`` (pytest's filters decide, its summary reports it), issued from a frame
+    compiled under ``filename`` at ``lineno``: pytest and the warnings module attribute a warning to its caller's
+    frame, and that frame is where the user wrote the setting, not a line of this module."""
+    code = compile("\n" * (lineno - 1) + "issue(warning, 2)", filename, "exec")
+    exec(code, {"__name__": "trtcap", "issue": config.issue_config_time_warning, "warning": warning})
 
 
 def _target_hook(config: pytest.Config) -> Setting | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -76,8 +77,12 @@ TRANSITIONS_SUITE = textwrap.dedent(
 
 
 def trtcap(*args, cwd=None, timeout=180, env=None):
+    """``trtcap ARGS`` in a subprocess, with this process's ``os.environ`` (or ``env``). Passed explicitly: once
+    something in the test process has imported readline, GNU readline has put ``COLUMNS=80`` into the process's C
+    environment, which ``os.environ`` does not show, and a child given no ``env`` would draw its tables that wide."""
     return subprocess.run([sys.executable, "-m", "pytest_trtcap", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout, env=env)
+                          capture_output=True, text=True, timeout=timeout,
+                          env=env if env is not None else dict(os.environ))
 
 
 def make_suite(path, files):

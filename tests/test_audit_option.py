@@ -222,3 +222,28 @@ def test_the_audit_reads_the_settings_the_partitioner_was_given(pytester, acc):
         ])
     else:
         result.stdout.fnmatch_lines(["placement audit: 1 partition(s) audited; no unservable placements"])
+
+
+FIXTURE_SUITE = '''
+import torch
+
+def test_fp32_mlp(partition):
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    module, counts = partition(model, torch.randn(2, 16))
+    assert counts == (1, 0)  # the guards are off: the whole MLP went to TensorRT
+'''
+
+
+def test_the_plugins_partition_fixture_is_audited_with_no_conftest(pytester: pytest.Pytester):
+    """``partition`` comes from the plugin (no conftest defines it), and what it partitions is audited like any
+    partition Torch-TensorRT makes: both FP32 linears on TensorRT at 7.5 with the guards off."""
+    pytester.makepyfile(test_model=FIXTURE_SUITE)
+    result = pytester.runpytest("-p", "no:randomly", "--trt-target-sm", "7.5", "--trtcap-guards", "off",
+                                "--trtcap-audit")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "placement audit: 1 partition(s) audited; 2 unservable placement(s) in 1 test(s)",
+        "  test_model.py::test_fp32_mlp",
+        "    _run_on_acc_0: linear (aten.linear.default) -> fp32_gemm: FP32 GEMM on SM 7.5",
+        "    _run_on_acc_0: linear_1 (aten.linear.default) -> fp32_gemm: FP32 GEMM on SM 7.5",
+    ])

@@ -318,3 +318,32 @@ def test_a_declared_origin_cannot_forge_or_recolour_a_skip_reason(pytester: pyte
         r"SKIPPED [[]1[]] *: trtcap: TensorRT-RTX cannot serve FP32 GEMM on SM 7.5 "
         r"(targets 7.5 from conftest\n===== 99 passed in 0.01s =====\x1b[[]2J)",
     ])
+
+
+TYPO_SUITE = '''
+import pytest
+
+
+@pytest.mark.trt_fp32_gem
+def test_misspelt():
+    pass
+
+
+@pytest.mark.slow_and_unrelated
+def test_other_unknown():
+    pass
+'''
+
+
+def test_a_misspelt_marker_close_to_ours_is_named_with_the_marker_meant(pytester: pytest.Pytester) -> None:
+    """The test still runs (pytest does not know the marker), so it would fail on Turing instead of being skipped:
+    the warning names the test and the marker it is close to, and suggests --strict-markers. An unknown marker
+    close to none of ours gets pytest's own warning only."""
+    pytester.makepyfile(test_typo=TYPO_SUITE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-target-sm", "7.5")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([
+        "*test_typo.py:4: PytestUnknownMarkWarning: trtcap: test_typo.py::test_misspelt is marked "
+        "trt_fp32_gem, which is no marker: did you mean trt_fp32_gemm? *--strict-markers*",
+    ])
+    assert "did you mean" not in result.stdout.str().split("test_misspelt is marked", 1)[1].split("\n", 1)[1]

@@ -34,9 +34,27 @@ def test_turing_counts_where_turing_is_a_target(declared, chosen, targets):
     assert counts == chosen and isinstance(counts, PartitionCounts)
 
 
-def test_default_alone_whatever_the_targets(targets):
-    targets("7.5")
+@pytest.mark.parametrize("declared", ["8.9", "12.0"])
+def test_default_alone_where_turing_is_no_target(declared, targets):
+    targets(declared)
     assert expected_partition_counts((3, 1)) == PartitionCounts(acc=3, gpu=1)
+
+
+@pytest.mark.parametrize("declared", ["7.5", "8.9,7.5"])
+def test_default_alone_at_a_turing_target_is_refused_asking_for_turing_counts(declared, targets):
+    """A forgotten ``turing=`` must not quietly mean "the same as default" where Turing is a target."""
+    targets(declared, origin="ci matrix")
+    with pytest.raises(ValueError) as info:
+        expected_partition_counts((3, 1))
+    message = str(info.value)
+    assert message.startswith("expected_partition_counts: no turing= counts, and the targets include Turing ")
+    assert f"(targets {declared} from ci matrix)" in message
+    assert "turing=(3, 1)" in message  # says how to state that the default holds on Turing too
+
+
+def test_turing_counts_equal_to_the_default_are_accepted_when_said(targets):
+    targets("7.5")
+    assert expected_partition_counts((3, 1), turing=(3, 1)) == (3, 1)
 
 
 def test_settings_targets_outrank_the_declaration(targets):
@@ -238,3 +256,187 @@ def test_partition_helpers_on_an_unpartitioned_module_and_bad_expectations(recip
     for bad in [(1,), (1, 2, 3), (1, -1), (1.0, 2), (True, 0), "12", None]:
         with pytest.raises(ValueError, match=r"expected: expected \(acc, gpu\) non-negative integers"):
             assert_partition_counts(gm, bad)
+
+
+# --- the actual half: pytest_trtcap.partition -------------------------------------------------------------------
+
+
+def _mlp(dtype: Any = torch.float32) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).to(dtype)
+
+
+def _blocks(module: Any) -> list[str]:
+    return [name for name, _ in module.named_children() if name.startswith("_run_on")]
+
+
+@pytest.mark.parametrize("declared, names, expected", [
+    ("7.5", ["_run_on_gpu_0", "_run_on_acc_1", "_run_on_gpu_2"], (1, 2)),  # both FP32 linears kept off TensorRT
+    ("8.9", ["_run_on_acc_0"], (1, 0)),
+])
+def test_partition_exports_lowers_and_splits_under_the_declared_targets(declared, names, expected, targets, guarded):
+    from pytest_trtcap import Partitioned, partition
+
+    targets(declared)
+    model, x = _mlp(), torch.randn(2, 16)
+    result = partition(model, x)
+    assert isinstance(result, Partitioned)
+    module, counts = result
+    assert _blocks(module) == names
+    assert counts == expected
+    assert torch.allclose(module(x), model(x), atol=1e-6)  # the split module still computes the model
+    assert_partition_counts(result, counts)  # the helpers take the result as they take the module
+    assert describe_partitions(result) == describe_partitions(module)
+
+
+def test_partition_passes_torch_executed_ops_through(targets, guarded):
+    from pytest_trtcap import partition
+
+    targets("8.9")
+    module, counts = partition(_mlp(), torch.randn(2, 16), torch_executed_ops={torch.ops.aten.relu.default})
+    assert _blocks(module) == ["_run_on_acc_0", "_run_on_gpu_1", "_run_on_acc_2"]
+    assert counts == (2, 1)
+
+
+def test_partition_passes_min_block_size_through(targets, guarded):
+    """At 7.5 the ReLU between the two PyTorch linears is a block of one node: under a minimum of 2 it stays in
+    PyTorch too, and nothing goes to TensorRT."""
+    from pytest_trtcap import partition
+
+    targets("7.5")
+    assert partition(_mlp(), torch.randn(2, 16), min_block_size=2).counts.acc == 0
+
+
+def test_the_global_partitioner_leaves_what_tensorrt_does_not_take_inline(targets, guarded):
+    from pytest_trtcap import partition
+
+    targets("7.5")
+    module, counts = partition(_mlp(), torch.randn(2, 16), partitioner="global")
+    assert _blocks(module) == ["_run_on_acc_0"] and counts == (1, 0)
+    inline = [str(n.target) for n in module.graph.nodes if n.op == "call_function"]
+    assert inline.count("aten.linear.default") == 2
+
+
+def test_use_fast_partitioner_false_chooses_the_global_partitioner(targets, guarded):
+    from pytest_trtcap import partition
+
+    targets("7.5")
+    assert partition(_mlp(), torch.randn(2, 16), use_fast_partitioner=False).counts == (1, 0)
+
+
+def test_partition_takes_dynamic_shapes_and_the_result_runs_at_another_batch(targets, guarded):
+    from pytest_trtcap import partition
+
+    targets("7.5")
+    model = _mlp()
+    batch = torch.export.Dim("batch", min=2, max=64)
+    module, counts = partition(model, torch.randn(2, 16), dynamic_shapes=({0: batch},))
+    assert counts == (1, 2)
+    x = torch.randn(9, 16)
+    assert torch.allclose(module(x), model(x), atol=1e-6)
+
+
+def test_partition_takes_an_exported_program_as_it_is(targets, guarded):
+    from pytest_trtcap import partition
+
+    targets("7.5")
+    exported = torch.export.export(_mlp(torch.float16).eval(), (torch.randn(2, 16, dtype=torch.float16),))
+    assert partition(exported).counts == (1, 0)  # FP16 GEMMs stay on TensorRT at 7.5
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"min_blok_size": 2}, "partition: min_blok_size=2 is not a CompilationSettings field of the installed "
+                           "Torch-TensorRT (did you mean min_block_size?)"),
+    ({"partitioner": "adjacency"}, "partition: partitioner='adjacency' is not one of fast, global, hierarchical"),
+    ({"partitioner": "global", "use_fast_partitioner": True},
+     "partition: partitioner='global' contradicts use_fast_partitioner=True; give one"),
+])
+def test_a_setting_partition_cannot_take_is_refused_by_name(settings, message, targets):
+    from pytest_trtcap import partition
+
+    targets("8.9")
+    with pytest.raises((TypeError, ValueError)) as info:
+        partition(_mlp(), torch.randn(2, 16), **settings)
+    assert str(info.value) == message
+
+
+FAILING_COUNT = '''
+import logging
+import torch
+from pytest_trtcap import assert_partition_counts
+
+def test_counts(partition):
+    logging.getLogger("project").debug("the project's own debug line")
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    assert_partition_counts(partition(model, torch.randn(2, 16)), (1, 2))
+'''
+
+
+def test_a_failing_count_ends_with_its_explanation_not_torchs_trace_records(pytester: pytest.Pytester):
+    """pytest captures every non-propagating logger too, and torch's structured-trace logger (``torch.__trace``)
+    logs at DEBUG whatever the level: 33 records of it stood between the explanation and the summary. They are
+    not captured; the project's own records still are."""
+    pytester.makepyfile(test_counts=FAILING_COUNT)
+    result = pytester.runpytest("-p", "no:randomly", "--trt-target-sm", "7.5", "--trtcap-guards", "off",
+                                "--log-level", "DEBUG")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "torch.__trace" not in out
+    result.stdout.fnmatch_lines([
+        "E           AssertionError: partition counts (1, 0) != expected (1, 2) (acc, gpu)",
+        "*Captured log call*",
+        "DEBUG    project:test_counts.py:6 the project's own debug line",
+    ])
+
+
+def test_the_hierarchical_partitioner_asks_no_validator_and_the_audit_says_so(targets, guarded):
+    """Torch-TensorRT's hierarchical partitioner matches op names against its backends' lists and never runs a
+    converter's validator, so the guards cannot move the FP32 linears off TensorRT there: the audit of its result
+    names both."""
+    from pytest_trtcap import partition, unservable_placements
+
+    targets("7.5")
+    result = partition(_mlp(), torch.randn(2, 16), partitioner="hierarchical")
+    assert _blocks(result.module) == ["_run_on_acc_tensorrt_0"] and result.counts == (1, 0)
+    found = unservable_placements(result)
+    linear = ("_run_on_acc_tensorrt_0", "aten.linear.default", "fp32_gemm")
+    assert [(p.block, p.op, p.rule) for p in found] == [linear, linear]
+
+
+class _Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor, *, scale: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.linear(x)) * scale
+
+
+def test_partition_takes_keyword_inputs(targets, guarded):
+    from pytest_trtcap import partition
+
+    targets("8.9")
+    model, x, scale = _Scaled(), torch.randn(2, 16), torch.randn(4)
+    module, counts = partition(model, x, kwarg_inputs={"scale": scale})
+    assert counts == (1, 0)
+    assert torch.allclose(module(x, scale=scale), model(x, scale=scale), atol=1e-6)
+
+
+def test_resource_partitioning_is_applied_when_the_settings_ask_for_it(targets, guarded):
+    """As ``compile`` does: with a CPU memory budget too small for one engine of the whole model, the one TensorRT
+    block is split into several; without the setting it stays one. Torch-TensorRT's budget counts from the process's
+    resident memory, and assumes a build takes four times a block's weights: three times the weights above what the
+    process holds leaves each engine less than the whole model."""
+    import psutil
+
+    from pytest_trtcap import partition
+
+    targets("8.9")
+    model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(6)])
+    x = torch.randn(2, 1024)
+    assert partition(model, x).counts == (1, 0)
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    budget = psutil.Process().memory_info().rss + 3 * weights
+    split = partition(model, x, enable_resource_partitioning=True, cpu_memory_budget=budget)
+    assert split.counts.acc > 1 and split.counts.gpu == 0
+    assert torch.allclose(split.module(x), model(x), atol=1e-5)

@@ -58,7 +58,7 @@ def test_the_install_line_is_the_lane_recipes_which_its_test_runs() -> None:
     """The README installs as the CPU lane's recipe does (``tests/test_lane_recipe.py`` runs that line)."""
     install = _fenced(README.split("## Install into your project")[1], "bash")[0].strip()
     recipe = _between(DOCS["docs/cpu-lane.md"], "<!-- lane-recipe:start -->", "<!-- lane-recipe:end -->")
-    assert install == recipe.split("```sh\n", 1)[1].splitlines()[0]
+    assert install == ".venv/bin/" + recipe.split("```sh\n", 1)[1].splitlines()[0]  # the README's from its venv
 
 
 def test_the_extras_the_readme_names_are_defined() -> None:
@@ -154,3 +154,61 @@ def test_every_exported_name_is_documented_and_every_documented_name_exported() 
     for short, package in names:
         named = set(re.findall(rf"(?<![/(\[])\b{short}\.([A-Za-z_]\w*)", USER_DOCS)) - submodules  # not a link
         assert sorted(named - set(package.__all__)) == [], short
+
+
+def test_the_changelogs_claim_about_the_examples_devices_holds_for_every_example_file() -> None:
+    """The CHANGELOG says every example model that is partitioned is exported on the device (``partition`` puts it
+    there), and every model also run in eager is moved there with its inputs: each example file that builds a model
+    partitions it with the plugin's fixture, and each that calls its model in eager moves model and input with
+    ``device``. A file with neither (registering an atomic subgraph) builds no model to place."""
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "The examples export every model they partition on the CUDA device where one exists" in changelog
+    partitioning = []
+    for path in sorted((ROOT / "examples").glob("test_*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "partition(" not in text:
+            assert "device" not in text and "model(" not in text, path.name
+            continue
+        partitioning.append(path.name)
+        assert "def test_" in text and re.search(r"def test_\w+\([^)]*\bpartition\b", text), path.name
+        for eager in re.finditer(r"\bmodel\(", text):  # the model run in eager: it and its input are on the device
+            assert re.search(r"model, \w+ = \w+\(.*\)\.(?:eval\(\)\.)?to\(device\), torch\.\w+\(.*device=device\)",
+                             text), (path.name, eager.group(0))
+    assert len(partitioning) == 5, partitioning
+    conftest = (ROOT / "examples" / "conftest.py").read_text(encoding="utf-8")
+    assert "def partition" not in conftest  # the plugin's fixture, which exports on the device
+
+
+def _release_matrix():
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("ci_releases", ROOT / ".ci" / "releases.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_release_table_is_what_the_release_matrix_writes_for_its_own_rows() -> None:
+    """docs/releases.md is the matrix's output: its text around the rows is the matrix's template for the rows'
+    values, the date and the command it names, and each row's guard-test count is pytest's own summary line of
+    one run of the same selection (so every release of that run counts the same tests)."""
+    matrix = _release_matrix()
+    doc = DOCS["docs/releases.md"]
+    rows = [line for line in doc.splitlines() if re.match(r"\| 2\.\d+ \|", line)]
+    results = []
+    for row in rows:
+        release, versions, main_job, guard_tests, unreviewed, seconds = (c.strip() for c in row.strip("|").split("|"))
+        results.append(matrix.Result(release, versions, unreviewed, main_job, guard_tests, float(seconds[:-2])))
+    assert [r.release for r in results] == list(matrix.RELEASES)
+    command = re.search(r"\n    (python \.ci/releases\.py.*)\n", doc).group(1)
+    date = re.search(r"Last run: (.*)\.\n", doc).group(1)
+    assert matrix.render_table(results, command, date) == doc
+    totals = set()
+    for result in results:
+        summary = re.fullmatch(r"(\d+) passed(?:, (\d+) skipped)?(?:, \d+ warnings?)? in [\d.]+s(?: \([\d:]+\))?",
+                               result.guard_tests)
+        assert summary, result.guard_tests
+        totals.add(sum(int(n or 0) for n in summary.groups()))
+    assert len(totals) == 1, totals

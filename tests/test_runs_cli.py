@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -232,3 +233,29 @@ def test_github_is_a_format_of_both_subcommands():
         proc = trtcap(*command, "--format", "nope")
         assert proc.returncode == 2 and "'github'" in proc.stderr, proc.stderr
         assert "github" in trtcap(*command, "--help").stdout
+
+
+def _usage(subcommand: str) -> str:
+    """The usage line(s) of ``trtcap SUBCOMMAND --help``, joined into one line."""
+    helped = trtcap(subcommand, "--help")
+    assert helped.returncode == 0, helped.stderr
+    usage = helped.stdout.split("usage: ", 1)[1].split("\n\n", 1)[0]
+    return " ".join(usage.split())
+
+
+def _options(line: str) -> set[str]:
+    return set(re.findall(r"(?<![\w-])--?[a-z][\w-]*", line)) - {"-h", "--help", "--"}
+
+
+@pytest.mark.parametrize("subcommand", ["sweep", "compare"])
+def test_the_docs_synopsis_of_each_subcommand_is_its_help_usage(subcommand):
+    """docs/trtcap.md's synopsis and ``--help`` name the same options; each option ``--help`` names is described
+    below its usage, and the synopsis line is the usage line itself."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "trtcap.md").read_text(encoding="utf-8")
+    synopsis = doc.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    line = next(s for s in synopsis if s.startswith(f"trtcap {subcommand} "))
+    usage = _usage(subcommand)
+    assert _options(line) == _options(usage), (line, usage)
+    assert line == usage.replace(" [-h]", "")

@@ -68,3 +68,11 @@ def test_nan_and_infinity_are_not_json(tmp_path, constant):
     text = json.dumps(data).replace('"duration": 0.5', f'"duration": {constant}')
     assert constant in text
     assert_rejected(write_input(tmp_path, "nan.json", text), f"invalid JSON ({constant} is not a JSON number")
+
+
+def test_a_record_cut_inside_a_string_reads_cleanly_naming_where_the_string_starts(tmp_path):
+    text = '{\n  "schema": "trtcap-record",\n  "version": 1,\n  "tests": {\n    "t.py::a": {\n      "outcome": "pas'
+    with pytest.raises(RecordError) as info:
+        load_record(write_input(tmp_path, "cut.json", text))
+    assert str(info.value).endswith(
+        ": truncated JSON (the file ends early: unterminated string starting at line 6 column 18)")

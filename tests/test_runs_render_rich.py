@@ -93,3 +93,27 @@ def test_ascii_box_when_the_stream_cannot_take_unicode(unicode_box, allowed):
         assert set(text) - {"\n"} <= allowed
     else:
         assert any(ord(c) > 127 for c in text)  # rich's box drawing characters
+
+
+WIDE = Section("Tests whose outcome differs between arms", ["test", "class", "7.5", "8.9"],
+               [["tests/" + "deep/" * 12 + "test_x.py::TestClass::test_with_a_long_name[float16-7.5]",
+                 "arm-specific failure", "failed", "passed"]])
+
+
+@pytest.mark.parametrize("columns", ["80", "60"])
+@pytest.mark.parametrize("target", [io.StringIO, Terminal], ids=["pipe", "terminal"])
+def test_the_table_fits_the_width_columns_gives(monkeypatch, columns, target):
+    """``COLUMNS`` (set by the shell, or by the user) is the width a table is drawn in, in a pipe and on a
+    terminal alike; a node id too long for it folds onto the next line instead of widening the table."""
+    monkeypatch.setenv("COLUMNS", columns)
+    text = drawn(view(WIDE), target())
+    plain = __import__("re").sub(r"\x1b\[[0-9;]*m", "", text)
+    assert max(len(line) for line in plain.split("\n")) <= int(columns)
+    first_column = "".join(line.split("|")[0].strip() for line in plain.split("\n") if "|" in line)
+    assert WIDE.rows[0][0] in first_column  # folded, not cut
+
+
+def test_without_columns_a_log_keeps_each_node_id_on_one_line(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    text = drawn(view(WIDE))
+    assert WIDE.rows[0][0] in text

@@ -397,3 +397,25 @@ def test_in_pytest_9s_native_table_an_ini_value_is_given_as_text(pytester: pytes
     refused = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert refused.ret == USAGE_ERROR
     assert "trt_target_sm" in refused.stderr.str()
+
+
+@pytest.mark.parametrize("where, value, located", [
+    ("ini", "7.5,10.1", "tox.ini:3"),  # pytester.makeini writes a tox.ini
+    ("option", "7.5,10.2", "--trt-target-sm 7.5,10.2"),
+    ("env", "7.5,10.4", "TRTCAP_TARGET_SM=7.5,10.4"),
+])
+def test_an_unsupported_target_is_warned_at_the_setting_that_gave_it(pytester: pytest.Pytester, monkeypatch,
+                                                                      where, value, located) -> None:
+    """The warnings summary attributes the warning to the user's setting (the ini file's line, the option, the
+    variable), not to the plugin's own source line."""
+    pytester.makeini(f"[pytest]\n# targets of this project\ntrt_target_sm = {value}\n" if where == "ini" else
+                     "[pytest]\n")
+    pytester.makepyfile(GEMM_TEST)
+    if where == "env":
+        monkeypatch.setenv("TRTCAP_TARGET_SM", value)
+    result = pytester.runpytest(*(["--trt-target-sm", value] if where == "option" else []))
+    result.assert_outcomes(skipped=1, warnings=1)
+    summary = result.stdout.str().split("warnings summary", 1)[1]
+    assert "settings.py" not in summary, summary
+    assert summary.splitlines()[1].startswith(located), summary
+    result.stdout.fnmatch_lines([f"*{located}*UnsupportedTargetWarning: *does not build for 10.*"])

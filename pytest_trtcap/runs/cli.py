@@ -18,7 +18,8 @@ from typing import Any
 
 from .outcomes import EXIT_INCOMPLETE, EXIT_OK
 
-SWEEP_USAGE = "trtcap sweep [--arms LIST] [--out DIR] [--format {table,json,markdown,github}] [-- PYTEST ARGS...]"
+SWEEP_USAGE = ("trtcap sweep [--arms LIST] [--out DIR] [-q] [--format {table,json,markdown,github}] [--max-rows N] "
+               "[-- PYTEST ARGS...]")
 
 
 class _Parser(argparse.ArgumentParser):

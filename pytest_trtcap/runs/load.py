@@ -28,7 +28,8 @@ from .stream import read_stream
 
 
 def _json_problem(text: str, exc: json.JSONDecodeError) -> str:
-    where = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    what = exc.msg.removesuffix(" at")  # json's "Unterminated string starting at" already ends in "at"
+    where = f"{what[:1].lower()}{what[1:]} at line {exc.lineno} column {exc.colno}"
     # An unterminated string runs to the end of the file; any other error at the very end means the
     # document stopped before its closing brackets: both are what a cut-off write looks like.
     if exc.msg.startswith("Unterminated string") or exc.pos >= len(text.rstrip()):

@@ -27,10 +27,21 @@ def _style(cell: str) -> str:
     return next((style for style, words in _STYLES.items() if cell in words), "")
 
 
+def _columns() -> int | None:
+    """The width ``COLUMNS`` gives (the shell's, or the user's), if it is a usable one."""
+    import os
+
+    value = os.environ.get("COLUMNS", "")
+    return int(value) if value.isdigit() and int(value) >= 20 else None
+
+
 def _width(view: View, tty: bool) -> Any:
+    columns = _columns()
+    if columns is not None:  # the width the user's terminal (or the user) asks for, in a pipe too
+        return columns
     if tty:
-        return None
-    # a log or a pipe: wide enough that node ids are never folded or cut
+        return None  # rich reads the terminal's own width
+    # a log or a pipe with no width asked for: wide enough that node ids are never folded or cut
     widest = [len(x) for x in view.header] + [80]
     for sec in view.sections:
         if sec.rows:
