@@ -13,6 +13,7 @@ import pytest
 from state_scan import Mutation, scan
 
 from pytest_trtcap.isolation import held_state, inventory
+from pytest_trtcap.isolation.drive import environment_spec
 
 PLUGIN_DOC = (Path(__file__).parent.parent / "docs" / "plugin.md").read_text(encoding="utf-8")
 
@@ -79,7 +80,7 @@ def test_a_new_release_with_a_new_registry_fails_naming_it(tmp_path: Path) -> No
 
 
 def test_held_entries_and_isolation_specs_agree() -> None:
-    specs = [spec.label for spec in held_state.builtin_specs()]
+    specs = [spec.label for spec in held_state.builtin_specs()] + [environment_spec().label]
     assert sorted(inventory.held_labels()) == sorted(specs)
 
 

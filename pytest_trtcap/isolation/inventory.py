@@ -65,6 +65,9 @@ INVENTORY: tuple[StateEntry, ...] = (
     StateEntry("trtcap_guards", "declarations, backend, builder switch, neutralizations, host probe memo", "guards",
                "`declare_targets`, `declare_backend`, `enable_builder_targets`, `neutralize`, setting "
                "`targets._host` (fired counts are not held: they grow by design)"),
+    StateEntry("os", "environ: the settings' variables (`TRTCAP_TARGET_SM`, `TRTCAP_BACKEND`, ...)", "environment",
+               "a test setting or removing one (the guards read `TRTCAP_TARGET_SM` whenever they decide); held in "
+               "every session"),
     StateEntry("torch_tensorrt.runtime._cudagraphs", "_PY_RT_CUDAGRAPHS", None, "`set_cudagraphs_mode`",
                _RUNTIME_MODE),
     StateEntry("torch_tensorrt.runtime._multi_device_safe_mode", "_PY_RT_MULTI_DEVICE_SAFE_MODE", None,
