@@ -76,7 +76,7 @@ def _acc_blocks(named: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     """The TensorRT blocks, each with its graph; one without (a compiled engine) is refused, never skipped."""
     blocks = []
     for name, child in named:
-        if not _on_tensorrt(name.rsplit(".", 1)[-1]):
+        if not on_tensorrt(name.rsplit(".", 1)[-1]):
             continue
         if getattr(child, "graph", None) is None:
             raise TypeError(
@@ -87,7 +87,7 @@ def _acc_blocks(named: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return blocks
 
 
-def _on_tensorrt(block: str) -> bool:
+def on_tensorrt(block: str) -> bool:
     """Whether a child named ``block`` runs on TensorRT. The fast and global partitioners name their blocks
     ``_run_on_acc_<n>`` (the resource partitioner adds ``_resource_split_<m>``); the hierarchical one names each
     backend's ``_run_on_acc_<backend>_<n>``, and only its ``tensorrt`` backend (its default name) is TensorRT."""
