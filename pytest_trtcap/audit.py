@@ -198,6 +198,10 @@ ENTRY_POINTS = ("fast_partition", "global_partition", "hierarchical_adjacency_pa
 OUTSIDE = "(outside tests)"
 _FOUND = "trtcap_unservable"
 _AUDITED = "trtcap_audited"
+#: The layer audit's findings of a test (a list of lines) and the [networks, engines] it read, on its teardown report;
+#: the recorder of ``trtcap sweep`` reads the first.
+LAYER_FINDINGS = "trtcap_layer_findings"
+LAYERS_READ = "trtcap_layers_read"
 
 
 class TrtcapAuditError(Exception):
@@ -207,8 +211,16 @@ class TrtcapAuditError(Exception):
 class AuditSession:
     """Wraps the partitioners while the session runs; collects findings per test from the test reports."""
 
-    def __init__(self, strict: bool) -> None:
+    def __init__(self, strict: bool, placements: bool = True, layers: bool = False) -> None:
         self.strict = strict
+        self.placements = placements  # --trtcap-audit
+        self.layers: Any = None  # layer_audit.LayerAudit under --trtcap-audit-layers
+        if layers:
+            from .layer_audit import LayerAudit
+
+            self.layers = LayerAudit(lambda: self.current or OUTSIDE)
+        self.layer_found: dict[str, list[str]] = {}  # from reports
+        self.layers_read = [0, 0]  # networks, engines: from reports
         self.current: str | None = None  # node id of the test running in this process
         self.pending: dict[str, list[str]] = {}  # findings of this process, not yet attached to a report
         self.audited: dict[str, int] = {}  # partitions audited, per test, in this process
@@ -221,7 +233,9 @@ class AuditSession:
 
     def activate(self) -> None:
         """Wrap the entry points (idempotent); called once torch_tensorrt has been imported."""
-        if self._restore:
+        if self.layers is not None:
+            self.layers.activate()
+        if self._restore or not self.placements:
             return
         module = importlib.import_module(PARTITIONING)
         for name in ENTRY_POINTS:
@@ -233,6 +247,8 @@ class AuditSession:
     def deactivate(self) -> None:
         """Put the original entry points back (in reverse order, so nested sessions unwind); an entry point someone
         replaced after us is theirs to restore, and is left alone."""
+        if self.layers is not None:
+            self.layers.deactivate()
         while self._restore:
             module, name, original = self._restore.pop()
             if getattr(getattr(module, name, None), "__trtcap_audited__", None) is original:
@@ -279,26 +295,55 @@ class AuditSession:
         self.properties.append(item, _AUDITED, self.audited.pop(item.nodeid, 0))
         if found:
             self.properties.append(item, _FOUND, found)
+        layer_found: list[str] = []
+        if self.layers is not None:
+            layer_found, read = self.layers.take(item.nodeid)
+            self.properties.append(item, LAYERS_READ, read)
+            if layer_found:
+                self.properties.append(item, LAYER_FINDINGS, layer_found)
         result = yield
         if found and self.strict:
             raise TrtcapAuditError(
                 f"trtcap: {item.nodeid} placed {len(found)} node(s) on TensorRT that the declared targets cannot "
                 "serve (--trtcap-audit, --trtcap-strict):\n" + "\n".join(f"  {line}" for line in found)
             )
+        if layer_found and self.strict:
+            raise TrtcapAuditError(
+                f"trtcap: {item.nodeid} gave TensorRT {len(layer_found)} layer(s) that the declared targets cannot "
+                "serve (--trtcap-audit-layers, --trtcap-strict):\n" + "\n".join(f"  {line}" for line in layer_found)
+            )
         return result
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":
             return
-        for key, value in self.properties.read(report, _FOUND, _AUDITED):
+        for key, value in self.properties.read(report, _FOUND, _AUDITED, LAYER_FINDINGS, LAYERS_READ):
             if key == _FOUND:
                 self.found.setdefault(report.nodeid, []).extend(value)
             elif key == _AUDITED:
                 self.partitions += value
+            elif key == LAYER_FINDINGS:
+                self.layer_found.setdefault(report.nodeid, []).extend(value)
+            elif key == LAYERS_READ:
+                self.layers_read = [self.layers_read[0] + value[0], self.layers_read[1] + value[1]]
 
     # --- report -------------------------------------------------------------------------------------------
 
     def summary_lines(self) -> list[str]:
+        lines = self._placement_lines() if self.placements else []
+        if self.layers is not None:
+            from .layer_audit import summary_lines
+
+            found = dict(self.layer_found)
+            networks, engines = self.layers_read
+            for key, more in self.layers.pending.items():  # networks built outside any test
+                found.setdefault(key, []).extend(more)
+            for read in self.layers.read.values():
+                networks, engines = networks + read[0], engines + read[1]
+            lines.extend(summary_lines(found, networks, engines))
+        return lines
+
+    def _placement_lines(self) -> list[str]:
         found = dict(self.found)
         for key, lines in self.pending.items():  # partitions made outside any test (module level, session fixtures)
             found.setdefault(key, []).extend(lines)
@@ -314,8 +359,9 @@ class AuditSession:
         return out
 
 
-def start(config: pytest.Config, strict: bool) -> AuditSession:
-    """Register the audit for this session (activated when torch_tensorrt is imported)."""
-    session = AuditSession(strict)
+def start(config: pytest.Config, strict: bool, placements: bool = True, layers: bool = False) -> AuditSession:
+    """Register the audit for this session (activated when torch_tensorrt is imported): the placement audit
+    (``--trtcap-audit``), the layer audit (``--trtcap-audit-layers``) or both."""
+    session = AuditSession(strict, placements, layers)
     config.pluginmanager.register(session, "trtcap-audit")
     return session
