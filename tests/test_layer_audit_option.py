@@ -83,8 +83,8 @@ def literal(text: str) -> str:
     return text.replace("[", "\x00").replace("]", "[]]").replace("\x00", "[[]")
 
 
-HIDDEN = literal("    network 1: (Unnamed Layer* *) [Matrix Multiply] (aten.tanh.default) -> fp32_gemm: FP32 GEMM on SM "
-                 "7.5 [FLOAT, FLOAT, FLOAT]; no rule names this op")
+HIDDEN = literal("    network 1: (Unnamed Layer* *) [Matrix Multiply] (aten.tanh.default) -> fp32_gemm: FP32 GEMM on "
+                 "SM 7.5 [FLOAT, FLOAT, FLOAT]; no rule names this op")
 LINEAR = literal("    network 1: [MATRIX_MULTIPLY]-[aten_ops.linear.default]-[*] (aten.linear.default) -> fp32_gemm: "
                  "FP32 GEMM on SM 7.5 [FLOAT, FLOAT, FLOAT]")
 
