@@ -167,3 +167,37 @@ def test_without_it_nothing_is_wrapped_or_loaded(suite):
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["INTERPRETER WRAPPED AFTER: False", "LAYER AUDIT LOADED: False"])
     assert "layer audit" not in result.stdout.str()
+
+
+def test_a_sweep_shows_the_findings_per_arm_counts_them_and_records_them(tmp_path):
+    """``trtcap sweep --arms 7.5,8.9 -- --trtcap-audit-layers``: each arm's record carries each test's findings,
+    the result counts them, and the text lists them by arm."""
+    import io
+    import json
+
+    from runs_helpers import make_suite, trtcap
+
+    suite = make_suite(tmp_path / "suite", {"conftest.py": CONFTEST, "test_model.py": SUITE})
+    out = tmp_path / "out"
+    proc = trtcap("sweep", "--arms", "7.5,8.9", "--out", out, "--format", "json", "--", "test_model.py",
+                  "--trtcap-audit-layers", *GUARDS_OFF, "-p", "no:randomly", cwd=suite, timeout=300)
+    result = json.loads(proc.stdout)
+    assert result["totals"]["layer findings"] == 2
+    by_arm = {a["arm"]: a["layer_findings"] for a in result["arms"]}
+    assert sorted(by_arm["7.5"]) == ["test_model.py::test_a_converter_with_a_hidden_matmul",
+                                     "test_model.py::test_fp32_linear"]
+    assert by_arm["8.9"] == {}
+    record = json.loads(next(out.glob("*7.5*.json")).read_text())
+    hidden = record["tests"]["test_model.py::test_a_converter_with_a_hidden_matmul"]["layer_findings"]
+    assert len(hidden) == 1 and "(aten.tanh.default) -> fp32_gemm" in hidden[0]
+    assert "layer_findings" not in record["tests"]["test_model.py::test_fp16_linear"]
+    from pytest_trtcap.runs import render
+
+    text = io.StringIO()
+    render.render(result, "markdown", text)
+    assert "Layer audit findings" in text.getvalue()
+    assert "arm 7.5: 2 in 2 test(s); arm 8.9: 0 in 0 test(s)" in text.getvalue()
+    from pytest_trtcap.runs.sections import sweep_view
+
+    verdict = sweep_view(result, 100).verdict.text
+    assert verdict == "RESULT: COMPLETE: 2 arm(s), 0 arm-specific failure(s), 2 layer finding(s)"

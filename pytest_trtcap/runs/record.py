@@ -228,6 +228,7 @@ def check_entry(path: Any, nodeid: str, entry: Any) -> None:
     if entry.get("when") is not None and entry["when"] not in WHENS:
         raise RecordError(path, f"{where}: invalid 'when' {entry['when'][:40]!r} (expected one of {', '.join(WHENS)})")
     _check_strings(path, f"{where}: 'categories'", entry.get("categories"))
+    _check_strings(path, f"{where}: 'layer_findings'", entry.get("layer_findings"))
 
 
 def _check_reconciliation(path: Any, rec: Any) -> None:
