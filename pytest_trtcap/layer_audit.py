@@ -24,7 +24,9 @@ from typing import Any
 from . import layers
 
 INTERPRETER_MODULE = "torch_tensorrt.dynamo.conversion._TRTInterpreter"
-WRAPPED = ("_construct_trt_network_def", "run")
+WRAPPED = ("__init__", "_construct_trt_network_def", "run")
+#: How a network the test never built is labelled: the audit built it from the interpreter the test made.
+UNBUILT = "(the test built none: built by the audit)"
 
 
 def engine_information(engine: Any) -> str:
@@ -41,13 +43,15 @@ class LayerAudit:
         self.key = key
         self.pending: dict[str, list[str]] = {}  # findings of this process, not yet attached to a report
         self.read: dict[str, list[int]] = {}  # [networks, engines] read per test in this process
+        self.unbuilt: dict[str, dict[int, Any]] = {}  # interpreters made in a test that has not built their network
         self._restore: list[tuple[Any, str, Any]] = []
+        self._own = False  # while the audit builds a network itself: the wrappers stand aside
 
     def activate(self) -> None:
         if self._restore:
             return
         cls = importlib.import_module(INTERPRETER_MODULE).TRTInterpreter
-        for name, wrap in zip(WRAPPED, (self._wrap_network, self._wrap_run)):
+        for name, wrap in zip(WRAPPED, (self._wrap_init, self._wrap_network, self._wrap_run)):
             original = cls.__dict__.get(name)
             if callable(original):
                 wrapped = wrap(original)
@@ -63,11 +67,29 @@ class LayerAudit:
 
     # --- the wrappers -----------------------------------------------------------------------------------------
 
+    def _wrap_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """Remember each interpreter a test makes: one whose network the test never builds (on a host without a GPU,
+        Torch-TensorRT's converter tests fail moving their inputs to CUDA before they run the interpreter) is built
+        by the audit when the test ends."""
+        audit = self
+
+        @functools.wraps(original)
+        def init(interpreter: Any, *args: Any, **kwargs: Any) -> None:
+            original(interpreter, *args, **kwargs)
+            if not audit._own:
+                audit.unbuilt.setdefault(audit.key(), {})[id(interpreter)] = interpreter
+
+        return init
+
     def _wrap_network(self, original: Callable[..., Any]) -> Callable[..., Any]:
         audit = self
 
         @functools.wraps(original)
         def construct(interpreter: Any, *args: Any, **kwargs: Any) -> Any:
+            if audit._own:
+                return original(interpreter, *args, **kwargs)
+            for made in audit.unbuilt.values():
+                made.pop(id(interpreter), None)
             result: list[Any] = []
             views = layers.construct_network(interpreter, lambda: result.append(original(interpreter, *args,
                                                                                            **kwargs)))
@@ -104,11 +126,12 @@ class LayerAudit:
 
         return run
 
-    def _judged(self, which: int, judge: Callable[[str], list[layers.UnservableLayer]]) -> None:
-        key = self.key()
+    def _judged(self, which: int, judge: Callable[[str], list[layers.UnservableLayer]], key: str | None = None,
+                note: str = "") -> None:
+        key = self.key() if key is None else key
         read = self.read.setdefault(key, [0, 0])
         read[which] += 1
-        block = f"{('network', 'engine')[which]} {read[which]}"
+        block = f"{('network', 'engine')[which]} {read[which]}{note}"
         try:
             found = [f.describe() for f in judge(block)]
         except Exception as exc:  # the audit's own failure is a finding, never the conversion's
@@ -118,8 +141,24 @@ class LayerAudit:
 
     # --- the report ------------------------------------------------------------------------------------------
 
+    def build_unbuilt(self, key: str) -> None:
+        """Build and judge the network of each interpreter made during the test that never built one."""
+        made = self.unbuilt.pop(key, {})
+        for interpreter in made.values():
+            self._own = True
+            try:
+                self._judged(0, functools.partial(_judge_rebuilt, interpreter), key, f" {UNBUILT}")
+            finally:
+                self._own = False
+
     def take(self, key: str) -> tuple[list[str], list[int]]:
+        self.build_unbuilt(key)
         return self.pending.pop(key, []), self.read.pop(key, [0, 0])
+
+
+def _judge_rebuilt(interpreter: Any, block: str) -> list[layers.UnservableLayer]:
+    views = layers.rebuild_network(interpreter)
+    return layers.judge_network(block, views, getattr(interpreter, "compilation_settings", None))
 
 
 def summary_lines(found: dict[str, list[str]], networks: int, engines: int) -> list[str]:

@@ -22,6 +22,7 @@ capability the declared targets include apply (nothing is unservable off Turing)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -189,27 +190,47 @@ def _interpreter(block: Any, settings: Any) -> Any:
     return TRTInterpreter(block, construct_submodule_inputs(block), compilation_settings=settings)
 
 
+def rebuild_network(interpreter: Any) -> list[LayerView]:
+    """The network an interpreter would build, built by a fresh interpreter of the same class on the same module,
+    input specs and settings (the registry's settings put back after)."""
+    with _registry_settings_kept():
+        fresh = type(interpreter)(interpreter.module, interpreter.input_specs,
+                                  compilation_settings=interpreter.compilation_settings)
+        return construct_network(fresh)
+
+
+@contextlib.contextmanager
+def _registry_settings_kept() -> Iterator[None]:
+    """A ``TRTInterpreter`` sets the converter registry's compilation settings (and ``disallowed_targets``): put
+    them back after the audit's own builds."""
+    from trtcap_guards.tooling import converter_registry
+
+    registry = converter_registry()
+    settings = getattr(registry, "compilation_settings", None)
+    disallowed = getattr(registry, "disallowed_targets", None)
+    try:
+        yield
+    finally:
+        if settings is not None:
+            registry.set_compilation_settings(settings)
+        if disallowed is not None:
+            registry.disallowed_targets = disallowed
+
+
 def network_of_block(block: Any, settings: Any = None) -> list[LayerView]:
     """Build one partitioned block's network with Torch-TensorRT's interpreter, under ``settings`` (default: the
     converter registry's, the ones that partitioned it). The interpreter sets the registry's settings: they are put
     back after."""
     from trtcap_guards.tooling import converter_registry
 
-    registry = converter_registry()
-    before = (getattr(registry, "compilation_settings", None), set(getattr(registry, "disallowed_targets", ())))
     if settings is None:
-        settings = before[0]
+        settings = getattr(converter_registry(), "compilation_settings", None)
     if settings is None:
         from torch_tensorrt.dynamo._settings import CompilationSettings
 
         settings = CompilationSettings()
-    try:
+    with _registry_settings_kept():
         return construct_network(_interpreter(block, settings))
-    finally:
-        if before[0] is not None:
-            registry.set_compilation_settings(before[0])
-        if hasattr(registry, "disallowed_targets"):
-            registry.disallowed_targets = before[1]
 
 
 def judge_network(block: str, views: Sequence[LayerView], settings: Any = None) -> list[UnservableLayer]:

@@ -201,3 +201,33 @@ def test_a_sweep_shows_the_findings_per_arm_counts_them_and_records_them(tmp_pat
 
     verdict = sweep_view(result, 100).verdict.text
     assert verdict == "RESULT: COMPLETE: 2 arm(s), 0 arm-specific failure(s), 2 layer finding(s)"
+
+
+CONVERTER_TEST_STYLE = '''
+import torch
+from torch_tensorrt import Input
+from torch_tensorrt.dynamo._settings import CompilationSettings
+from torch_tensorrt.dynamo.conversion import TRTInterpreter
+from test_model import lower
+
+def test_makes_an_interpreter_then_moves_its_inputs_to_cuda():
+    """What Torch-TensorRT's converter harness does: on a host without a GPU it fails before it runs the interpreter."""
+    model, x = torch.nn.Linear(8, 4), torch.randn(2, 8)
+    interpreter = TRTInterpreter(lower(model, x), [Input.from_tensor(x)],
+                                 compilation_settings=CompilationSettings(min_block_size=1))
+    x.cuda()
+    interpreter.run()
+'''
+
+
+def test_an_interpreter_a_test_made_but_never_ran_is_built_and_judged_when_the_test_ends(suite):
+    suite.makepyfile(test_converter_style=CONVERTER_TEST_STYLE)
+    result = suite.runpytest_subprocess("-p", "no:randomly", "--trt-target-sm", "7.5", "--trtcap-audit-layers",
+                                        "--trtcap-needs-gpu", "skip", "test_converter_style.py", *GUARDS_OFF)
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([
+        "layer audit: 1 network(s), 0 engine(s) read; 1 finding(s) in 1 test(s)",
+        "  test_converter_style.py::test_makes_an_interpreter_then_moves_its_inputs_to_cuda",
+        literal("    network 1 (the test built none: built by the audit): [MATRIX_MULTIPLY]-[aten_ops.linear.default]-"
+                "[*"),
+    ])
