@@ -235,7 +235,7 @@ class AuditSession:
         """Wrap the entry points (idempotent); called once torch_tensorrt has been imported."""
         if self.layers is not None:
             self.layers.activate()
-        if self._restore or not self.placements:
+        if self._restore:
             return
         module = importlib.import_module(PARTITIONING)
         for name in ENTRY_POINTS:
@@ -270,6 +270,10 @@ class AuditSession:
         # the settings the partitioner's validators were given (``set_compilation_settings``): a rule may depend on
         # them (``use_fp32_acc`` runs FP16 GEMMs as FP32), and the partitioners take none of their own
         settings = getattr(loaded_converter_registry(), "compilation_settings", None)
+        if self.layers is not None:  # --trtcap-audit-layers: each TensorRT block's network, built from the partition
+            self.layers.partition(module, settings)
+        if not self.placements:
+            return
         try:
             found = [p.describe() for p in unservable_in_partition(module, settings)]
         except Exception as exc:  # pragma: no cover - the rules are total; this is the last line of defence

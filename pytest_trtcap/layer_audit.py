@@ -46,6 +46,8 @@ class LayerAudit:
         self.unbuilt: dict[str, dict[int, Any]] = {}  # interpreters made in a test that has not built their network
         self._restore: list[tuple[Any, str, Any]] = []
         self._own = False  # while the audit builds a network itself: the wrappers stand aside
+        self.from_partitions: dict[str, set[int]] = {}  # per test, the blocks whose network a partition audit read
+        self.partitions: dict[str, int] = {}  # per test, partitions whose blocks were read
 
     def activate(self) -> None:
         if self._restore:
@@ -90,6 +92,8 @@ class LayerAudit:
                 return original(interpreter, *args, **kwargs)
             for made in audit.unbuilt.values():
                 made.pop(id(interpreter), None)
+            if id(getattr(interpreter, "module", None)) in audit.from_partitions.get(audit.key(), ()):
+                return original(interpreter, *args, **kwargs)  # read already, from its partition (compile's path)
             result: list[Any] = []
             views = layers.construct_network(interpreter, lambda: result.append(original(interpreter, *args,
                                                                                            **kwargs)))
@@ -127,11 +131,11 @@ class LayerAudit:
         return run
 
     def _judged(self, which: int, judge: Callable[[str], list[layers.UnservableLayer]], key: str | None = None,
-                note: str = "") -> None:
+                note: str = "", label: str = "") -> None:
         key = self.key() if key is None else key
         read = self.read.setdefault(key, [0, 0])
         read[which] += 1
-        block = f"{('network', 'engine')[which]} {read[which]}{note}"
+        block = label or f"{('network', 'engine')[which]} {read[which]}{note}"
         try:
             found = [f.describe() for f in judge(block)]
         except Exception as exc:  # the audit's own failure is a finding, never the conversion's
@@ -140,6 +144,25 @@ class LayerAudit:
             self.pending.setdefault(key, []).extend(found)
 
     # --- the report ------------------------------------------------------------------------------------------
+
+    def partition(self, module: Any, settings: Any) -> None:
+        """Build and judge the network of each TensorRT block of a partition the run made (the partition level:
+        what the suite partitions is audited whether or not it is ever converted)."""
+        key = self.key()
+        self.partitions[key] = number = self.partitions.get(key, 0) + 1
+        try:
+            blocks = [(name, block) for name, block in layers.tensorrt_blocks(module)
+                      if getattr(block, "graph", None) is not None]
+        except TypeError:
+            return
+        for name, block in blocks:
+            self.from_partitions.setdefault(key, set()).add(id(block))
+            self._own = True
+            try:
+                self._judged(0, functools.partial(_judge_block, block, settings), key,
+                             label=f"partition {number}: {name}")
+            finally:
+                self._own = False
 
     def build_unbuilt(self, key: str) -> None:
         """Build and judge the network of each interpreter made during the test that never built one."""
@@ -153,7 +176,13 @@ class LayerAudit:
 
     def take(self, key: str) -> tuple[list[str], list[int]]:
         self.build_unbuilt(key)
+        self.from_partitions.pop(key, None)
+        self.partitions.pop(key, None)
         return self.pending.pop(key, []), self.read.pop(key, [0, 0])
+
+
+def _judge_block(block: Any, settings: Any, label: str) -> list[layers.UnservableLayer]:
+    return layers.judge_network(label, layers.network_of_block(block, settings), settings)
 
 
 def _judge_rebuilt(interpreter: Any, block: str) -> list[layers.UnservableLayer]:

@@ -356,6 +356,12 @@ def applicable_rules(settings: Any = None) -> dict[str, Rule]:
     return {r.name: r for r in RULES if decision.targets_capability(r.capability)}
 
 
+def tensorrt_blocks(module: Any) -> list[tuple[str, Any]]:
+    """``module``'s TensorRT blocks (name, child), or ``module`` itself where it is one engine; a ``TypeError`` where
+    there is none to read."""
+    return list(_blocks(module))
+
+
 def _blocks(module: Any) -> Iterator[tuple[str, Any]]:
     from .audit import on_tensorrt
 
@@ -409,7 +415,7 @@ def unservable_layers(module: Any, settings: Any = None) -> list[UnservableLayer
     :data:`ENGINE_LAYER_TABLE`; an unknown layer is a finding of kind ``unknown``, an engine without datatypes one of
     kind ``precision_unknown``. Empty where no rule applies to the declared targets."""
     found: list[UnservableLayer] = []
-    for name, block in list(_blocks(module)):
+    for name, block in tensorrt_blocks(module):
         found.extend(_judge_block(name, block, settings))
     return found
 

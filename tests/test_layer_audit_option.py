@@ -231,3 +231,32 @@ def test_an_interpreter_a_test_made_but_never_ran_is_built_and_judged_when_the_t
         literal("    network 1 (the test built none: built by the audit): [MATRIX_MULTIPLY]-[aten_ops.linear.default]-"
                 "[*"),
     ])
+
+
+PARTITIONING_SUITE = '''
+import torch
+from torch_tensorrt.dynamo import partitioning
+from torch_tensorrt.dynamo._settings import CompilationSettings
+from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_CONVERTERS
+from test_model import lower
+
+def test_partitions_a_linear_and_a_relu():
+    model, x = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()), torch.randn(2, 8)
+    DYNAMO_CONVERTERS.set_compilation_settings(CompilationSettings(min_block_size=1))
+    partitioned, _ = partitioning.fast_partition(lower(model, x), min_block_size=1)
+    torch.testing.assert_close(partitioned(x), model(x))
+'''
+
+
+def test_each_partition_the_suite_makes_has_its_tensorrt_blocks_networks_read(suite):
+    """The partition level: a suite that only partitions (never converts) still has each block's network read."""
+    suite.makepyfile(test_partitioning=PARTITIONING_SUITE)
+    result = suite.runpytest_subprocess("-p", "no:randomly", "--trt-target-sm", "7.5", "--trtcap-audit-layers",
+                                        "test_partitioning.py", *GUARDS_OFF)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "layer audit: 1 network(s), 0 engine(s) read; 1 finding(s) in 1 test(s)",
+        "  test_partitioning.py::test_partitions_a_linear_and_a_relu",
+        literal("    partition 1: _run_on_acc_0: [MATRIX_MULTIPLY]-[aten_ops.linear.default]-[*] (aten.linear.default) "
+                "-> fp32_gemm: FP32 GEMM on SM 7.5 [FLOAT, FLOAT, FLOAT]"),
+    ])
