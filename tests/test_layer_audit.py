@@ -5,6 +5,8 @@ recorded on a CUDA host (tests/data/engine_layers)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 import trt_models as tm
@@ -165,3 +167,84 @@ def test_what_has_no_tensorrt_block_is_refused(module, targets):
     targets("7.5")
     with pytest.raises(TypeError, match="unservable_layers: "):
         unservable_layers(module)
+
+
+# --- engines: what get_layer_info() returns (the engine inspector's JSON) ------------------------------------------
+
+
+class RecordedEngine(torch.nn.Module):
+    """Anything with ``get_layer_info()``: here, engine information recorded on a CUDA host, served as text."""
+
+    def __init__(self, info: object) -> None:
+        super().__init__()
+        self.info = info
+
+    def get_layer_info(self) -> str:
+        return json.dumps(self.info)
+
+
+def compiled(**blocks: object) -> torch.nn.Module:
+    """A module shaped like compile's result: ``_run_on_acc_<n>`` children holding engines."""
+    module = torch.nn.Module()
+    for name, info in blocks.items():
+        module.add_module(name, RecordedEngine(info))
+    return module
+
+
+def tensor(dims: list[int], datatype: str) -> dict:
+    return {"Name": "t", "Dimensions": dims, "Format/Datatype": datatype}
+
+
+def fused(name: str, datatype: str, dims: list[int] | None = None) -> dict:
+    dims = dims or [4, 16]
+    return {"Name": name, "LayerType": "runtime_fusion", "Inputs": [tensor(dims, datatype)],
+            "Outputs": [tensor(dims, datatype)], "TacticName": ""}
+
+
+#: The FP32 two-linear MLP as the shared notes record it (H100, torch-tensorrt-rtx 2.11, TensorRT-RTX 1.4).
+FP32_MLP = {"Layers": [fused("__myl_FcAddRelu_myl0_0", "Float"), fused("__myl_FcAdd_myl0_1", "Float")],
+            "Bindings": ["x", "output0"]}
+NAMES_ONLY_MLP = {"Layers": ["__myl_FcAddRelu_myl0_0", "__myl_FcAdd_myl0_1"], "Bindings": ["x", "output0"]}
+
+
+def test_an_engine_whose_gemm_kernels_read_float_is_an_fp32_gemm_at_turing_only(targets):
+    targets("7.5")
+    found = unservable_layers(compiled(_run_on_acc_0=FP32_MLP))
+    assert found == [
+        UnservableLayer("_run_on_acc_0", "__myl_FcAddRelu_myl0_0", "", "fp32_gemm", ("FLOAT", "FLOAT")),
+        UnservableLayer("_run_on_acc_0", "__myl_FcAdd_myl0_1", "", "fp32_gemm", ("FLOAT", "FLOAT")),
+    ]
+    targets("8.9")
+    assert unservable_layers(compiled(_run_on_acc_0=FP32_MLP)) == []
+
+
+def test_an_engine_whose_gemm_kernels_read_half_is_servable(targets):
+    targets("7.5")
+    half = {"Layers": [fused("__myl_FcAddRelu_myl0_0", "Half"), fused("__myl_FcAdd_myl0_1", "Half")]}
+    assert unservable_layers(compiled(_run_on_acc_0=half)) == []
+
+
+def test_an_engine_with_names_only_says_its_precision_is_unknown(targets):
+    targets("7.5")
+    assert unservable_layers(compiled(_run_on_acc_0=NAMES_ONLY_MLP)) == [
+        UnservableLayer("_run_on_acc_0", "(all layers)", "", "precision_unknown", ())]
+
+
+def test_a_layer_the_table_does_not_know_is_unknown_never_servable(targets):
+    targets("7.5")
+    info = {"Layers": [fused("__myl_FcAdd_myl0_0", "Half"), fused("__myl_Frobnicate_myl0_1", "Half"),
+                       {"Name": "mystery", "LayerType": "NewKind", "Inputs": [], "Outputs": []}]}
+    found = unservable_layers(compiled(_run_on_acc_0=info))
+    assert [(f.layer, f.kind) for f in found] == [("__myl_Frobnicate_myl0_1", "unknown"), ("mystery", "unknown")]
+
+
+def test_an_engine_object_itself_and_a_bf16_tensor_in_one(targets):
+    targets("7.5")
+    info = {"Layers": [fused("__myl_FcAdd_myl0_0", "BFloat16")]}
+    assert [f.kind for f in unservable_layers(RecordedEngine(info))] == ["bf16"]
+
+
+def test_engine_information_that_is_not_json_is_a_finding(targets):
+    targets("7.5")
+    (found,) = unservable_layers(compiled(_run_on_acc_0="not engine information"))
+    assert found.kind == "engine_not_read"
