@@ -31,7 +31,7 @@ from trtcap_guards import RULES, Rule
 from trtcap_guards.tooling import converter_registry, loaded_converter_registry, target_name_of
 
 from .escaping import one_line
-from .partitions import ACC_PREFIX, GPU_PREFIX
+from .partitions import ACC_PREFIX, GPU_PREFIX, on_tensorrt
 from .report import OwnProperties
 
 
@@ -50,8 +50,6 @@ class UnservablePlacement(NamedTuple):
 
 
 _RULES_BY_NAME = {r.name: r for r in RULES}
-#: The hierarchical partitioner's name for the TensorRT backend (``backend_support_map`` and its block names).
-TENSORRT_BACKEND = "tensorrt"
 
 
 #: The block a node of an unpartitioned graph is named by: nothing placed it yet, Torch-TensorRT would offer it.
@@ -85,16 +83,6 @@ def _acc_blocks(named: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
                 "the suite with --trtcap-audit")
         blocks.append((name, child))
     return blocks
-
-
-def on_tensorrt(block: str) -> bool:
-    """Whether a child named ``block`` runs on TensorRT. The fast and global partitioners name their blocks
-    ``_run_on_acc_<n>`` (the resource partitioner adds ``_resource_split_<m>``); the hierarchical one names each
-    backend's ``_run_on_acc_<backend>_<n>``, and only its ``tensorrt`` backend (its default name) is TensorRT."""
-    if not block.startswith(ACC_PREFIX):
-        return False
-    first = block[len(ACC_PREFIX):].lstrip("_").split("_", 1)[0]
-    return first.isdigit() or first in ("", TENSORRT_BACKEND)
 
 
 def _in_blocks(blocks: list[tuple[str, Any]]) -> Iterator[Located]:

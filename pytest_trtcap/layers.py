@@ -33,7 +33,7 @@ from trtcap_guards import RULES, Rule
 from trtcap_guards.tooling import target_name_of
 
 from .escaping import one_line
-from .partitions import ACC_PREFIX, GPU_PREFIX
+from .partitions import ACC_PREFIX, GPU_PREFIX, on_tensorrt
 
 #: Kinds that are not a rule's name.
 UNKNOWN = "unknown"  # an engine layer the table does not know: never taken as servable
@@ -363,8 +363,6 @@ def tensorrt_blocks(module: Any) -> list[tuple[str, Any]]:
 
 
 def _blocks(module: Any) -> Iterator[tuple[str, Any]]:
-    from .audit import on_tensorrt
-
     named = getattr(module, "named_modules", None)
     if not callable(named):
         if callable(getattr(module, "get_layer_info", None)):
