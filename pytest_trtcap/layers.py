@@ -249,17 +249,18 @@ class EngineEntry(NamedTuple):
     seen: str  # where it was seen
 
 
-_CAPTURED = "tests/data/engine_layers (H100, torch-tensorrt-rtx 2.11, TensorRT-RTX 1.4)"
+_CAPTURED = ("an FP32 two-linear MLP's engine, DETAILED and LAYER_NAMES_ONLY (H100, torch-tensorrt-rtx 2.11, "
+             "TensorRT-RTX 1.4, 2026-12-06; shared notes torch-tensorrt-facts.md)")
 
 #: How engine layers are classified. Myelin (TensorRT-RTX's fusing compiler) names a fused layer
 #: ``__myl_<Kernels>_myl<g>_<n>``, the kernels CamelCase (``FcAddRelu``: a GEMM, an add and a ReLU); other layers keep
 #: a ``LayerType``. A name is read token by token: any GEMM, attention or convolution token makes the layer that
 #: category; a token not in the table makes it unknown. Each entry says where it was seen.
 ENGINE_LAYER_TABLE: tuple[EngineEntry, ...] = (
-    EngineEntry("Fc", "gemm", f"linear and matmul engines, FP32 and FP16, static and dynamic: {_CAPTURED}"),
+    EngineEntry("Fc", "gemm", f"a fully connected (GEMM) kernel, in __myl_FcAddRelu_myl0_0: {_CAPTURED}"),
     EngineEntry("Add", "other", f"the bias add fused after a GEMM: {_CAPTURED}"),
-    EngineEntry("Relu", "other", f"ReLU fused after a GEMM or a convolution: {_CAPTURED}"),
-    EngineEntry("LayerType:shape_call", "other", f"the shape computation of a dynamic-shape engine: {_CAPTURED}"),
+    EngineEntry("Relu", "other", f"the ReLU fused after the first GEMM: {_CAPTURED}"),
+    EngineEntry("LayerType:shape_call", "other", f"the shape computation a dynamic-shape engine adds: {_CAPTURED}"),
 )
 
 
