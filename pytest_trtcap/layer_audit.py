@@ -36,6 +36,22 @@ def engine_information(engine: Any) -> str:
     return str(engine.create_engine_inspector().get_engine_information(trt.LayerInformationFormat.JSON))
 
 
+def _engine_of(result: Any) -> Any:
+    """The built engine an interpreter's result holds (an ``ICudaEngine``; a serialized one is deserialized), or
+    None."""
+    engine = getattr(result, "engine", None)
+    if engine is None:
+        engine = getattr(result, "serialized_engine", None)
+    if engine is None or hasattr(engine, "create_engine_inspector"):
+        return engine
+    try:
+        import tensorrt as trt
+
+        return trt.Runtime(trt.Logger(trt.Logger.ERROR)).deserialize_cuda_engine(bytes(engine))
+    except Exception:  # no device to deserialize on: nothing to read
+        return None
+
+
 class LayerAudit:
     """The wrapped interpreter methods and what they found, per test (``key()`` names the running test)."""
 
@@ -122,8 +138,8 @@ class LayerAudit:
                 result = original(interpreter, *args, **kwargs)
             finally:
                 interpreter.__dict__.pop("_populate_trt_builder_config", None)
-            engine = getattr(result, "engine", None)
-            if engine is not None and hasattr(engine, "create_engine_inspector"):
+            engine = _engine_of(result)
+            if engine is not None:
                 audit._judged(1, lambda block: layers.judge_engine(
                     block, engine_information(engine), getattr(interpreter, "compilation_settings", None)))
             return result
