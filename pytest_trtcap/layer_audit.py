@@ -62,7 +62,7 @@ class LayerAudit:
         self.unbuilt: dict[str, dict[int, Any]] = {}  # interpreters made in a test that has not built their network
         self._restore: list[tuple[Any, str, Any]] = []
         self._own = False  # while the audit builds a network itself: the wrappers stand aside
-        self.from_partitions: dict[str, set[int]] = {}  # per test, the blocks whose network a partition audit read
+        self.from_partitions: dict[str, list[Any]] = {}  # per test, the blocks whose network a partition audit read
         self.partitions: dict[str, int] = {}  # per test, partitions whose blocks were read
 
     def activate(self) -> None:
@@ -108,7 +108,8 @@ class LayerAudit:
                 return original(interpreter, *args, **kwargs)
             for made in audit.unbuilt.values():
                 made.pop(id(interpreter), None)
-            if id(getattr(interpreter, "module", None)) in audit.from_partitions.get(audit.key(), ()):
+            module = getattr(interpreter, "module", None)
+            if any(block is module for block in audit.from_partitions.get(audit.key(), ())):
                 return original(interpreter, *args, **kwargs)  # read already, from its partition (compile's path)
             result: list[Any] = []
             views = layers.construct_network(interpreter, lambda: result.append(original(interpreter, *args,
@@ -172,7 +173,7 @@ class LayerAudit:
         except TypeError:
             return
         for name, block in blocks:
-            self.from_partitions.setdefault(key, set()).add(id(block))
+            self.from_partitions.setdefault(key, []).append(block)  # kept alive: compared by identity
             self._own = True
             try:
                 self._judged(0, functools.partial(_judge_block, block, settings), key,
