@@ -260,3 +260,31 @@ def test_each_partition_the_suite_makes_has_its_tensorrt_blocks_networks_read(su
         literal("    partition 1: _run_on_acc_0: [MATRIX_MULTIPLY]-[aten_ops.linear.default]-[*] (aten.linear.default) "
                 "-> fp32_gemm: FP32 GEMM on SM 7.5 [FLOAT, FLOAT, FLOAT]"),
     ])
+
+
+COMPILE_PATH_SUITE = '''
+import torch
+from torch_tensorrt.dynamo import partitioning
+from torch_tensorrt.dynamo._settings import CompilationSettings
+from torch_tensorrt.dynamo.conversion import TRTInterpreter
+from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_CONVERTERS
+from torch_tensorrt.dynamo.partitioning import construct_submodule_inputs
+from test_model import lower
+
+def test_partitions_then_converts_each_block_as_compile_does():
+    model, x = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()), torch.randn(2, 8)
+    settings = CompilationSettings(min_block_size=1)
+    DYNAMO_CONVERTERS.set_compilation_settings(settings)
+    partitioned, _ = partitioning.fast_partition(lower(model, x), min_block_size=1)
+    block = partitioned._run_on_acc_0
+    TRTInterpreter(block, construct_submodule_inputs(block), compilation_settings=settings)._construct_trt_network_def()
+'''
+
+
+def test_a_block_read_from_its_partition_is_not_read_again_when_it_is_converted(suite):
+    """Compile's path: each block of the partition is converted by the interpreter; its network was read already."""
+    suite.makepyfile(test_compile_path=COMPILE_PATH_SUITE)
+    result = suite.runpytest_subprocess("-p", "no:randomly", "--trt-target-sm", "7.5", "--trtcap-audit-layers",
+                                        "test_compile_path.py", *GUARDS_OFF)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["layer audit: 1 network(s), 0 engine(s) read; 1 finding(s) in 1 test(s)"])
