@@ -199,7 +199,7 @@ class LayerAudit:
 
 
 def _judge_block(block: Any, settings: Any, label: str) -> list[layers.UnservableLayer]:
-    return layers.judge_network(label, layers.network_of_block(block, settings), settings)
+    return layers.judge_block(label, block, settings)
 
 
 def _judge_rebuilt(interpreter: Any, block: str) -> list[layers.UnservableLayer]:

@@ -341,7 +341,7 @@ def judge_engine(block: str, info: Any, settings: Any = None) -> list[Unservable
     try:
         views, detailed = engine_views(info)
     except (ValueError, TypeError) as exc:
-        return [UnservableLayer(block, "(engine)", "", NOT_READ, (str(exc)[:120],))]
+        return [UnservableLayer(block, f"(engine: {_error(exc)})", "", NOT_READ, ())]
     found = [UnservableLayer(block, v.name, "", UNKNOWN, v.dtypes) for v in views if v.category == UNKNOWN]
     if not detailed:
         return [UnservableLayer(block, "(all layers)", "", PRECISION_UNKNOWN, ()), *found]
@@ -387,12 +387,14 @@ def _error(exc: BaseException) -> str:
     return one_line(f"{type(exc).__name__}: {exc}")[:160]
 
 
-def _judge_block(name: str, block: Any, settings: Any) -> list[UnservableLayer]:
+def judge_block(name: str, block: Any, settings: Any) -> list[UnservableLayer]:
+    """One TensorRT block's findings, named ``name``: its network (a graph) or its engine (``get_layer_info()``); a
+    network the interpreter cannot build, or an engine that cannot be read, is a finding of its own."""
     if getattr(block, "graph", None) is not None:
         try:
             views = network_of_block(block, settings)
         except Exception as exc:
-            return [UnservableLayer(name, "(network)", "", NOT_BUILT, (_error(exc),))]
+            return [UnservableLayer(name, f"(network: {_error(exc)})", "", NOT_BUILT, ())]
         return judge_network(name, views, settings)
     info = getattr(block, "get_layer_info", None)
     if not callable(info):
@@ -401,7 +403,7 @@ def _judge_block(name: str, block: Any, settings: Any) -> list[UnservableLayer]:
     try:
         text = info()
     except Exception as exc:
-        return [UnservableLayer(name, "(engine)", "", NOT_READ, (_error(exc),))]
+        return [UnservableLayer(name, f"(engine: {_error(exc)})", "", NOT_READ, ())]
     return judge_engine(name, text, settings)
 
 
@@ -415,7 +417,7 @@ def unservable_layers(module: Any, settings: Any = None) -> list[UnservableLayer
     kind ``precision_unknown``. Empty where no rule applies to the declared targets."""
     found: list[UnservableLayer] = []
     for name, block in tensorrt_blocks(module):
-        found.extend(_judge_block(name, block, settings))
+        found.extend(judge_block(name, block, settings))
     return found
 
 

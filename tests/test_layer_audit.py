@@ -248,3 +248,20 @@ def test_engine_information_that_is_not_json_is_a_finding(targets):
     targets("7.5")
     (found,) = unservable_layers(compiled(_run_on_acc_0="not engine information"))
     assert found.kind == "engine_not_read"
+
+
+class AtenRelu(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.aten.relu.default(x)
+
+
+def test_a_block_whose_network_cannot_be_built_is_a_finding_naming_why(targets):
+    """A symbolically traced graph (as some of Torch-TensorRT's partitioning tests make) has no input metadata:
+    Torch-TensorRT's interpreter cannot build its network, and that is said, never taken as servable."""
+    from torch_tensorrt.dynamo import partitioning
+
+    targets("7.5")
+    pm, _ = partitioning.fast_partition(torch.fx.symbolic_trace(AtenRelu()), min_block_size=1)
+    (found,) = unservable_layers(pm)
+    assert (found.block, found.kind) == ("_run_on_acc_0", "network_not_built")
+    assert found.layer.startswith("(network: AssertionError: Input x does not contain metadata")
