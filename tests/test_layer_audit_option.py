@@ -196,7 +196,9 @@ def test_a_sweep_shows_the_findings_per_arm_counts_them_and_records_them(tmp_pat
     text = io.StringIO()
     render.render(result, "markdown", text)
     assert "Layer audit findings" in text.getvalue()
-    assert "arm 7.5: 2 in 2 test(s); arm 8.9: 0 in 0 test(s)" in text.getvalue()
+    assert ("arm 7.5: 3 network(s), 0 engine(s) read, 2 finding(s) in 2 test(s); arm 8.9: 3 network(s), 0 engine(s) "
+            "read, 0 finding(s) in 0 test(s)") in text.getvalue()
+    assert record["tests"]["test_model.py::test_fp16_linear"]["layers_read"] == [1, 0]
     from pytest_trtcap.runs.sections import sweep_view
 
     verdict = sweep_view(result, 100).verdict.text

@@ -161,10 +161,12 @@ def _layer_section(result: Mapping[str, Any], max_rows: int) -> Section | None:
     """What ``--trtcap-audit-layers`` found, per arm and test (arms run without it have nothing here)."""
     rows = [[a["arm"], nodeid, line] for a in result["arms"] for nodeid, lines in a.get("layer_findings", {}).items()
             for line in lines]
-    if not rows:
+    if not rows and not any(any(a.get("layers_read") or ()) for a in result["arms"]):
         return None
     shown, more = _limit(rows, max_rows)
-    counts = "; ".join(f"arm {a['arm']}: {sum(len(v) for v in a.get('layer_findings', {}).values())} in "
+    counts = "; ".join(f"arm {a['arm']}: {(a.get('layers_read') or [0, 0])[0]} network(s), "
+                       f"{(a.get('layers_read') or [0, 0])[1]} engine(s) read, "
+                       f"{sum(len(v) for v in a.get('layer_findings', {}).values())} finding(s) in "
                        f"{len(a.get('layer_findings', {}))} test(s)" for a in result["arms"])
     return Section("Layer audit findings (layers the declared targets cannot serve)", ["arm", "test", "finding"],
                    list(shown), more, note=counts)

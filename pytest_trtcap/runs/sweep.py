@@ -218,6 +218,7 @@ def _arm_summary(data: Mapping[str, Any]) -> dict[str, Any]:
         "disagreements": rec["disagreements"],
         "stderr_tail": data.get("stderr_tail") if rec["result"] != COMPLETE else None,
         "layer_findings": {n: list(e["layer_findings"]) for n, e in data["tests"].items() if e.get("layer_findings")},
+        "layers_read": [sum(int((e.get("layers_read") or (0, 0))[i]) for e in data["tests"].values()) for i in (0, 1)],
     }
 
 
