@@ -23,7 +23,11 @@ With Torch-TensorRT installed (``shared/gpu-host``: torch-tensorrt-rtx 2.11 with
    blocks are engines with no graph to audit) instead of passing it;
 9. the builder config of a real build carries exactly the declared capabilities (read back from the config);
 10. ``trtcap sweep --arms 7.5,8.9 -- examples`` is COMPLETE, with the same arm differences as with the device hidden
-    (``CUDA_VISIBLE_DEVICES=``: what a CPU runner sees).
+    (``CUDA_VISIBLE_DEVICES=``: what a CPU runner sees);
+11. the engine half of the layer audit: a compiled FP32 MLP built with Torch-TensorRT's default verbosity
+    (LAYER_NAMES_ONLY) is ``precision_unknown`` for ``unservable_layers``, never a pass; built while the layer audit's
+    interpreter wrapper is active (``DETAILED``), its GEMM kernels are ``fp32_gemm`` findings at a declared 7.5 and
+    nothing at 8.9; the FP16 MLP, and the FP32 one compiled with the guards at 7.5, have none.
 Exits non-zero on the first failed check.
 """
 
@@ -98,6 +102,7 @@ def main() -> None:
     else:
         check_compile_at_turing()
         check_builder_config()
+        check_engine_layers()
         check_examples_sweep()
     print("all device checks passed")
 
@@ -275,6 +280,39 @@ def check_builder_config() -> None:
                 check(f"builder config, declared {declared}: {expect}", seen and seen[-1] == expect, seen)
         finally:
             TRTInterpreter._populate_trt_builder_config = wrapped
+
+
+def check_engine_layers() -> None:
+    """11: what a real engine holds, read back through get_layer_info() and judged by the layer audit."""
+    from pytest_trtcap import unservable_layers
+    from pytest_trtcap.layer_audit import LayerAudit
+
+    mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)).eval().cuda()
+    x = torch.randn(4, 16, device="cuda")
+    with guards.declare_targets("7.5", origin="device-check"):
+        kinds = sorted({f.kind for f in unservable_layers(_compile(mlp, x))})
+        check("engine, names only: precision unknown, never a pass", kinds == ["precision_unknown"], kinds)
+    audit = LayerAudit(lambda: "device-check")
+    audit.activate()
+    try:
+        compiled = _compile(mlp, x)
+        with guards.declare_targets("7.5", origin="device-check"):
+            found = unservable_layers(compiled)
+            print("    | " + "\n    | ".join(f.describe() for f in found))
+            check("engine, DETAILED, 7.5: FP32 GEMM kernels found", bool(found) and {f.kind for f in found} == {
+                "fp32_gemm"}, [f.kind for f in found])
+            half = unservable_layers(_compile(mlp.half(), x.half()))
+            check("engine, DETAILED, 7.5: the FP16 MLP has none", half == [], [f.describe() for f in half])
+            with guards.installed():
+                guarded = unservable_layers(_compile(mlp.float(), x))
+            check("engine, DETAILED, 7.5, guards: no FP32 GEMM kernel", guarded == [], [f.describe() for f in guarded])
+        with guards.declare_targets("8.9", origin="device-check"):
+            check("engine, DETAILED, 8.9: nothing", unservable_layers(compiled) == [])
+    finally:
+        audit.deactivate()
+    check("engine audit: the interpreter put back", not hasattr(
+        importlib.import_module("torch_tensorrt.dynamo.conversion._TRTInterpreter").TRTInterpreter.run,
+        "__trtcap_audited__"))
 
 
 def _sweep_examples(hide_device: bool) -> tuple:

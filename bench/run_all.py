@@ -106,6 +106,11 @@ NOTES = [
     "too). The guard consultations are counted in an untimed run. The "
     "\"computed\" rows add what the guarded validators cost over every node of the graph (guarded minus stock, "
     "swept directly) to the partition time without guards: the same overhead without run-to-run noise.",
+    "- **layer audit**: `pytest_trtcap.unservable_layers(partitioned)` (each TensorRT block's network built by "
+    "Torch-TensorRT's interpreter and read) against the `fast_partition(gm, min_block_size=1)` that made the "
+    "partition, of the lowered graph of 30 of the FP16 blocks above, targets declared 7.5; both back to back in "
+    "each round on a fresh deep copy, 11 rounds after a warm-up; the process's CPU time "
+    "(`bench/bench_layer_audit.py`). For information: what `--trtcap-audit-layers` adds per partition.",
     "- **assert_trt_close**: `pytest_trtcap.assert_trt_close(a, b)` against `torch.testing.assert_close(a, b)` on "
     "the same passing CPU tensors (`bench/bench_trt_close.py`), one torch thread; per-call `perf_counter_ns`, the "
     "two alternating in blocks of 25; medians.",
@@ -119,6 +124,7 @@ NOTES = [
 
 def _benchmarks() -> list[tuple[str, Callable[[bool], list[Result]]]]:
     import bench_isolation
+    import bench_layer_audit
     import bench_lightest_plugins
     import bench_load_instructions
     import bench_needs_gpu
@@ -132,6 +138,7 @@ def _benchmarks() -> list[tuple[str, Callable[[bool], list[Result]]]]:
         ("the lightest well-known plugins", lambda quick: bench_lightest_plugins.run(quick)),
         ("isolation", lambda quick: bench_isolation.run(quick)),
         ("partitioning", lambda quick: bench_partition.run(quick)),
+        ("layer audit", lambda quick: bench_layer_audit.run(quick)),
         ("assert_trt_close", lambda quick: bench_trt_close.run(quick)),
         ("needs a GPU", lambda quick: bench_needs_gpu.run(quick)),
     ]

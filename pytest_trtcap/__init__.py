@@ -19,8 +19,10 @@ _EXPORTS: dict[str, str] = {
     "TrtcapAuditError": ".audit",
     "TrtcapLeakError": ".isolation",
     "TrtcapLeakWarning": ".isolation",
+    "UnservableLayer": ".layers",
     "UnservablePlacement": ".audit",
     "UnsupportedTargetWarning": "trtcap_guards",  # the guards issue it too: one class under both names
+    "assert_servable_layers": ".layers",
     "assert_servable_placements": ".audit",
     "assert_partition_counts": ".partitions",
     "assert_trt_close": ".trt_close",
@@ -28,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "describe_partitions": ".partitions",
     "expected_partition_counts": ".partitions",
     "partition": ".partitioner",
+    "unservable_layers": ".layers",
     "unservable_placements": ".audit",
 }
 

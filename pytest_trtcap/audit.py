@@ -31,7 +31,7 @@ from trtcap_guards import RULES, Rule
 from trtcap_guards.tooling import converter_registry, loaded_converter_registry, target_name_of
 
 from .escaping import one_line
-from .partitions import ACC_PREFIX, GPU_PREFIX, module_of
+from .partitions import ACC_PREFIX, GPU_PREFIX, module_of, on_tensorrt
 from .report import OwnProperties
 
 
@@ -50,8 +50,6 @@ class UnservablePlacement(NamedTuple):
 
 
 _RULES_BY_NAME = {r.name: r for r in RULES}
-#: The hierarchical partitioner's name for the TensorRT backend (``backend_support_map`` and its block names).
-TENSORRT_BACKEND = "tensorrt"
 
 
 #: The block a node of an unpartitioned graph is named by: nothing placed it yet, Torch-TensorRT would offer it.
@@ -77,7 +75,7 @@ def _acc_blocks(named: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     """The TensorRT blocks, each with its graph; one without (a compiled engine) is refused, never skipped."""
     blocks = []
     for name, child in named:
-        if not _on_tensorrt(name.rsplit(".", 1)[-1]):
+        if not on_tensorrt(name.rsplit(".", 1)[-1]):
             continue
         if getattr(child, "graph", None) is None:
             raise TypeError(
@@ -86,16 +84,6 @@ def _acc_blocks(named: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
                 "the suite with --trtcap-audit")
         blocks.append((name, child))
     return blocks
-
-
-def _on_tensorrt(block: str) -> bool:
-    """Whether a child named ``block`` runs on TensorRT. The fast and global partitioners name their blocks
-    ``_run_on_acc_<n>`` (the resource partitioner adds ``_resource_split_<m>``); the hierarchical one names each
-    backend's ``_run_on_acc_<backend>_<n>``, and only its ``tensorrt`` backend (its default name) is TensorRT."""
-    if not block.startswith(ACC_PREFIX):
-        return False
-    first = block[len(ACC_PREFIX):].lstrip("_").split("_", 1)[0]
-    return first.isdigit() or first in ("", TENSORRT_BACKEND)
 
 
 def _in_blocks(blocks: list[tuple[str, Any]]) -> Iterator[Located]:
@@ -200,6 +188,10 @@ ENTRY_POINTS = ("fast_partition", "global_partition", "hierarchical_adjacency_pa
 OUTSIDE = "(outside tests)"
 _FOUND = "trtcap_unservable"
 _AUDITED = "trtcap_audited"
+#: The layer audit's findings of a test (a list of lines) and the [networks, engines] it read, on its teardown report;
+#: the recorder of ``trtcap sweep`` reads the first.
+LAYER_FINDINGS = "trtcap_layer_findings"
+LAYERS_READ = "trtcap_layers_read"
 
 
 class TrtcapAuditError(Exception):
@@ -209,8 +201,16 @@ class TrtcapAuditError(Exception):
 class AuditSession:
     """Wraps the partitioners while the session runs; collects findings per test from the test reports."""
 
-    def __init__(self, strict: bool) -> None:
+    def __init__(self, strict: bool, placements: bool = True, layers: bool = False) -> None:
         self.strict = strict
+        self.placements = placements  # --trtcap-audit
+        self.layers: Any = None  # layer_audit.LayerAudit under --trtcap-audit-layers
+        if layers:
+            from .layer_audit import LayerAudit
+
+            self.layers = LayerAudit(lambda: self.current or OUTSIDE)
+        self.layer_found: dict[str, list[str]] = {}  # from reports
+        self.layers_read = [0, 0]  # networks, engines: from reports
         self.current: str | None = None  # node id of the test running in this process
         self.pending: dict[str, list[str]] = {}  # findings of this process, not yet attached to a report
         self.audited: dict[str, int] = {}  # partitions audited, per test, in this process
@@ -223,6 +223,8 @@ class AuditSession:
 
     def activate(self) -> None:
         """Wrap the entry points (idempotent); called once torch_tensorrt has been imported."""
+        if self.layers is not None:
+            self.layers.activate()
         if self._restore:
             return
         module = importlib.import_module(PARTITIONING)
@@ -235,6 +237,8 @@ class AuditSession:
     def deactivate(self) -> None:
         """Put the original entry points back (in reverse order, so nested sessions unwind); an entry point someone
         replaced after us is theirs to restore, and is left alone."""
+        if self.layers is not None:
+            self.layers.deactivate()
         while self._restore:
             module, name, original = self._restore.pop()
             if getattr(getattr(module, name, None), "__trtcap_audited__", None) is original:
@@ -256,6 +260,10 @@ class AuditSession:
         # the settings the partitioner's validators were given (``set_compilation_settings``): a rule may depend on
         # them (``use_fp32_acc`` runs FP16 GEMMs as FP32), and the partitioners take none of their own
         settings = getattr(loaded_converter_registry(), "compilation_settings", None)
+        if self.layers is not None:  # --trtcap-audit-layers: each TensorRT block's network, built from the partition
+            self.layers.partition(module, settings)
+        if not self.placements:
+            return
         try:
             found = [p.describe() for p in unservable_in_partition(module, settings)]
         except Exception as exc:  # pragma: no cover - the rules are total; this is the last line of defence
@@ -281,26 +289,55 @@ class AuditSession:
         self.properties.append(item, _AUDITED, self.audited.pop(item.nodeid, 0))
         if found:
             self.properties.append(item, _FOUND, found)
+        layer_found: list[str] = []
+        if self.layers is not None:
+            layer_found, read = self.layers.take(item.nodeid)
+            self.properties.append(item, LAYERS_READ, read)
+            if layer_found:
+                self.properties.append(item, LAYER_FINDINGS, layer_found)
         result = yield
         if found and self.strict:
             raise TrtcapAuditError(
                 f"trtcap: {item.nodeid} placed {len(found)} node(s) on TensorRT that the declared targets cannot "
                 "serve (--trtcap-audit, --trtcap-strict):\n" + "\n".join(f"  {line}" for line in found)
             )
+        if layer_found and self.strict:
+            raise TrtcapAuditError(
+                f"trtcap: {item.nodeid} gave TensorRT {len(layer_found)} layer(s) that the declared targets cannot "
+                "serve (--trtcap-audit-layers, --trtcap-strict):\n" + "\n".join(f"  {line}" for line in layer_found)
+            )
         return result
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":
             return
-        for key, value in self.properties.read(report, _FOUND, _AUDITED):
+        for key, value in self.properties.read(report, _FOUND, _AUDITED, LAYER_FINDINGS, LAYERS_READ):
             if key == _FOUND:
                 self.found.setdefault(report.nodeid, []).extend(value)
             elif key == _AUDITED:
                 self.partitions += value
+            elif key == LAYER_FINDINGS:
+                self.layer_found.setdefault(report.nodeid, []).extend(value)
+            elif key == LAYERS_READ:
+                self.layers_read = [self.layers_read[0] + value[0], self.layers_read[1] + value[1]]
 
     # --- report -------------------------------------------------------------------------------------------
 
     def summary_lines(self) -> list[str]:
+        lines = self._placement_lines() if self.placements else []
+        if self.layers is not None:
+            from .layer_audit import summary_lines
+
+            found = dict(self.layer_found)
+            networks, engines = self.layers_read
+            for key, more in self.layers.pending.items():  # networks built outside any test
+                found.setdefault(key, []).extend(more)
+            for read in self.layers.read.values():
+                networks, engines = networks + read[0], engines + read[1]
+            lines.extend(summary_lines(found, networks, engines))
+        return lines
+
+    def _placement_lines(self) -> list[str]:
         found = dict(self.found)
         for key, lines in self.pending.items():  # partitions made outside any test (module level, session fixtures)
             found.setdefault(key, []).extend(lines)
@@ -316,8 +353,9 @@ class AuditSession:
         return out
 
 
-def start(config: pytest.Config, strict: bool) -> AuditSession:
-    """Register the audit for this session (activated when torch_tensorrt is imported)."""
-    session = AuditSession(strict)
+def start(config: pytest.Config, strict: bool, placements: bool = True, layers: bool = False) -> AuditSession:
+    """Register the audit for this session (activated when torch_tensorrt is imported): the placement audit
+    (``--trtcap-audit``), the layer audit (``--trtcap-audit-layers``) or both."""
+    session = AuditSession(strict, placements, layers)
     config.pluginmanager.register(session, "trtcap-audit")
     return session

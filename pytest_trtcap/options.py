@@ -70,6 +70,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("audit", "--trtcap-audit", "TRTCAP_AUDIT", "trtcap_audit",
          "audit every partition Torch-TensorRT produces: report nodes placed on TensorRT that the declared targets "
          "cannot serve, per test (an error under --trtcap-strict)", "bool", default=False, kind="flag"),
+    Spec("audit_layers", "--trtcap-audit-layers", "TRTCAP_AUDIT_LAYERS", "trtcap_audit_layers",
+         "audit the layers of every TensorRT network built during the run, and of every engine where a CUDA device "
+         "builds one: report layers the declared targets cannot serve, per test (an error under --trtcap-strict)",
+         "bool", default=False, kind="flag"),
     Spec("needs_gpu", "--trtcap-needs-gpu", "TRTCAP_NEEDS_GPU", "trtcap_needs_gpu",
          "a test that fails for want of a CUDA device, on a host without one: fail (default) or skip it",
          "choice", default="fail", metavar="{fail,skip}", choices=("fail", "skip")),

@@ -135,3 +135,17 @@ def assert_partition_counts(
             f"blocks:\n{describe_partitions(module)}\n"
             f"trtcap: targets Turing on TensorRT-RTX = {decision.targets_turing}: {one_line(decision.reason)}"
         )
+
+
+#: The hierarchical partitioner's name for the TensorRT backend (``backend_support_map`` and its block names).
+TENSORRT_BACKEND = "tensorrt"
+
+
+def on_tensorrt(block: str) -> bool:
+    """Whether a child named ``block`` runs on TensorRT. The fast and global partitioners name their blocks
+    ``_run_on_acc_<n>`` (the resource partitioner adds ``_resource_split_<m>``); the hierarchical one names each
+    backend's ``_run_on_acc_<backend>_<n>``, and only its ``tensorrt`` backend (its default name) is TensorRT."""
+    if not block.startswith(ACC_PREFIX):
+        return False
+    first = block[len(ACC_PREFIX):].lstrip("_").split("_", 1)[0]
+    return first.isdigit() or first in ("", TENSORRT_BACKEND)

@@ -166,6 +166,8 @@ def header_lines(state: TrtcapState, verbose: bool = False) -> list[str]:
         lines.append(f"trtcap: {review}")
     if state.settings.audit.value:
         lines.append(f"trtcap: placement audit: on ({_sourced(state.settings.audit)})")
+    if state.settings.audit_layers.value:
+        lines.append(f"trtcap: layer audit: on ({_sourced(state.settings.audit_layers)})")
     if verbose:
         lines.extend(_verbose_lines(state))
     return [line if line.isprintable() else _one_line(line) for line in lines]

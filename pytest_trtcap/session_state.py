@@ -41,6 +41,7 @@ class Settings:
     gpu_less_import: Setting
     builder_targets: Setting
     audit: Setting
+    audit_layers: Setting
     needs_gpu: Setting
 
     def __init__(self) -> None:

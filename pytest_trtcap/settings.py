@@ -202,10 +202,11 @@ def declare(state: TrtcapState) -> None:
     if resolved.builder_targets.source != "default":
         exit.callback(guards.enable_builder_targets(resolved.builder_targets.value,
                                                     origin=resolved.builder_targets.source).undo)
-    if resolved.audit.value:
+    if resolved.audit.value or resolved.audit_layers.value:
         from . import audit
 
-        state.audit = audit.start(state.config, resolved.strict.value)
+        state.audit = audit.start(state.config, resolved.strict.value, bool(resolved.audit.value),
+                                  bool(resolved.audit_layers.value))
         exit.callback(state.audit.deactivate)
 
 

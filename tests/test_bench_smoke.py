@@ -49,6 +49,7 @@ RATIOS = (
     "validator_sm89",
     "predicate_sm75",
     "validator_sm75",
+    "layer_audit_per_partition",
     "trt_close_tiny",
     "trt_close_small",
     "trt_close_nested",

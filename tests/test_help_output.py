@@ -17,6 +17,7 @@ SETTINGS = (
     ("--trtcap-gpu-less-import", "TRTCAP_GPU_LESS_IMPORT", "trtcap_gpu_less_import"),
     ("--trtcap-builder-targets", "TRTCAP_BUILDER_TARGETS", "trtcap_builder_targets"),
     ("--trtcap-audit", "TRTCAP_AUDIT", "trtcap_audit"),
+    ("--trtcap-audit-layers", "TRTCAP_AUDIT_LAYERS", "trtcap_audit_layers"),
     ("--trtcap-needs-gpu", "TRTCAP_NEEDS_GPU", "trtcap_needs_gpu"),
 )
 GROUP = "capability guards for Torch-TensorRT on TensorRT-RTX:"

@@ -48,6 +48,7 @@ PLUGIN_NAMES: dict[str, int] = {
     "TrtCapabilityMixin": 6, "TrtcapLeakWarning": 9, "TrtcapLeakError": 9,
     "unservable_placements": 11, "assert_servable_placements": 11, "assert_trt_close": 11,
     "TrtcapAuditError": 11, "UnsupportedTargetWarning": 12,
+    "unservable_layers": 36, "assert_servable_layers": 36, "UnservableLayer": 36,
 }
 
 #: ``module.attribute`` reached through a submodule the issues or docs name.
@@ -82,6 +83,7 @@ SETTINGS: list[Setting] = [
     Setting("--trtcap-needs-gpu", "TRTCAP_NEEDS_GPU", "trtcap_needs_gpu", "--trtcap-needs-gpu={fail,skip}", "skip", 13),
     Setting("--trtcap-builder-targets", "TRTCAP_BUILDER_TARGETS", "trtcap_builder_targets",
             "--trtcap-builder-targets={on,off}", "on", 16),
+    Setting("--trtcap-audit-layers", "TRTCAP_AUDIT_LAYERS", "trtcap_audit_layers", "--trtcap-audit-layers", "", 36),
 ]
 
 FIXTURES: dict[str, int] = {

@@ -252,6 +252,7 @@ BAD_VALUES = {
     "needs_gpu": "sometimes",
     "builder_targets": "maybe",
     "audit": "banana",
+    "audit_layers": "perhaps",
 }
 
 

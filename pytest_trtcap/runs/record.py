@@ -228,6 +228,15 @@ def check_entry(path: Any, nodeid: str, entry: Any) -> None:
     if entry.get("when") is not None and entry["when"] not in WHENS:
         raise RecordError(path, f"{where}: invalid 'when' {entry['when'][:40]!r} (expected one of {', '.join(WHENS)})")
     _check_strings(path, f"{where}: 'categories'", entry.get("categories"))
+    _check_strings(path, f"{where}: 'layer_findings'", entry.get("layer_findings"))
+    _check_read(path, where, entry.get("layers_read"))
+
+
+def _check_read(path: Any, where: str, read: Any) -> None:
+    """``layers_read``: [networks, engines], two counts."""
+    if read is not None and not (isinstance(read, list) and len(read) == 2
+                                 and all(of_type(n, _INT) and n >= 0 for n in read)):
+        raise RecordError(path, f"{where}: 'layers_read' must be [networks, engines] (got {str(read)[:40]})")
 
 
 def _check_reconciliation(path: Any, rec: Any) -> None:

@@ -10,6 +10,8 @@ still leaves everything up to the crash (and the test that was running) on disk:
     {"e": "start", "id": "test_a.py::test_x"}
     {"e": "test", "id": "test_a.py::test_x", "outcome": "failed", "signature": "...", "reason": null,
      "when": "call", "duration": 0.01, "categories": ["failed"]}
+    {"e": "test", "id": "test_a.py::test_y", "outcome": "passed", ..., "layer_findings": ["network 1: ..."],
+     "layers_read": [1, 0]}
     {"e": "finish", "exitstatus": 1, "counted": {"collected": 12, "failed_reports": 1, "outcomes": {...}, ...},
      "failed_reports_seen": 1}
 
@@ -33,6 +35,8 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from ..audit import LAYER_FINDINGS, LAYERS_READ
+from ..report import ATTRIBUTE
 from .outcomes import FAILING, NEVER_CALLED, OUTCOMES, WHENS
 from .record import STREAM_SCHEMA, VERSION, utc_now
 from .signatures import first_line, is_worker_crash, normalise, report_message, signature_from_message
@@ -168,6 +172,21 @@ def _line(report: pytest.TestReport) -> int | None:
     return lineno + 1 if type(lineno) is int and lineno >= 0 else None
 
 
+def layer_findings(report: pytest.TestReport) -> tuple[list[str], list[int]]:
+    """What ``--trtcap-audit-layers`` found during the test and the [networks, engines] it read, from its teardown
+    report (nothing without the audit)."""
+    found: list[str] = []
+    read = [0, 0]
+    for pair in getattr(report, ATTRIBUTE, None) or ():
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+            continue
+        if pair[0] == LAYER_FINDINGS:
+            found.extend(str(line) for line in pair[1] or ())
+        elif pair[0] == LAYERS_READ and isinstance(pair[1], (list, tuple)) and len(pair[1]) == 2:
+            read = [read[0] + int(pair[1][0]), read[1] + int(pair[1][1])]
+    return found, read
+
+
 class Recorder:
     def __init__(self, config: pytest.Config, path: str) -> None:
         self.config = config
@@ -180,6 +199,8 @@ class Recorder:
         self.durations: dict[str, float] = {}
         self.categories: dict[str, list[str]] = {}
         self.lines: dict[str, int | None] = {}
+        self.layer_findings: dict[str, list[str]] = {}
+        self.layers_read: dict[str, list[int]] = {}
         self.deselected = 0
         self.collected_written: set = set()
         self.failed_seen = 0
@@ -267,6 +288,12 @@ class Recorder:
         category = self._category(report)
         if category:
             self.categories.setdefault(nodeid, []).append(category)
+        if report.when == "teardown":
+            found, read = layer_findings(report)
+            if found:
+                self.layer_findings[nodeid] = found
+            if any(read):
+                self.layers_read[nodeid] = read
         if report.when not in ("setup", "call"):  # teardown, or xdist's "???" for a crashed worker
             self._finish(nodeid)
 
@@ -278,6 +305,12 @@ class Recorder:
         entry["duration"] = round(self.durations.pop(nodeid, 0.0), 6)
         entry["categories"] = self.categories.pop(nodeid, [])
         entry["line"] = self.lines.pop(nodeid, None)
+        found = self.layer_findings.pop(nodeid, None)
+        if found:
+            entry["layer_findings"] = found
+        read = self.layers_read.pop(nodeid, None)
+        if read:
+            entry["layers_read"] = read
         self._write({"e": "test", "id": nodeid, **entry})
 
     @pytest.hookimpl(tryfirst=True)

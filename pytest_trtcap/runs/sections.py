@@ -157,12 +157,28 @@ def _collection_section(result: Mapping[str, Any], max_rows: int) -> Section | N
     )
 
 
+def _layer_section(result: Mapping[str, Any], max_rows: int) -> Section | None:
+    """What ``--trtcap-audit-layers`` found, per arm and test (arms run without it have nothing here)."""
+    rows = [[a["arm"], nodeid, line] for a in result["arms"] for nodeid, lines in a.get("layer_findings", {}).items()
+            for line in lines]
+    if not rows and not any(any(a.get("layers_read") or ()) for a in result["arms"]):
+        return None
+    shown, more = _limit(rows, max_rows)
+    counts = "; ".join(f"arm {a['arm']}: {(a.get('layers_read') or [0, 0])[0]} network(s), "
+                       f"{(a.get('layers_read') or [0, 0])[1]} engine(s) read, "
+                       f"{sum(len(v) for v in a.get('layer_findings', {}).values())} finding(s) in "
+                       f"{len(a.get('layer_findings', {}))} test(s)" for a in result["arms"])
+    return Section("Layer audit findings (layers the declared targets cannot serve)", ["arm", "test", "finding"],
+                   list(shown), more, note=counts)
+
+
 def _sweep_verdict(result: Mapping[str, Any]) -> Verdict:
     arms, totals = result["arms"], result["totals"]
     if result["result"] == COMPLETE:
         return Verdict(COMPLETE, f"{len(arms)} arm(s), {totals['arm-specific failure']} arm-specific failure(s)"
                        + (f", {totals['collection error on some arms']} collection error(s) on some arms"
-                          if totals["collection error on some arms"] else ""))
+                          if totals["collection error on some arms"] else "")
+                       + (f", {totals['layer findings']} layer finding(s)" if totals.get("layer findings") else ""))
     bad = [a for a in arms if a["result"] != COMPLETE]
     first = "; ".join(f"arm {a['arm']}: {a['disagreements'][0] if a['disagreements'] else 'unverified'}" for a in bad)
     return Verdict(INCOMPLETE, "", first)
@@ -174,7 +190,8 @@ def sweep_view(result: Mapping[str, Any], max_rows: int) -> View:
     if result["pytest_args"]:
         header.append("pytest arguments: " + " ".join(result["pytest_args"]))
     sections = [_arms_section(result), _diff_section(result, arms, max_rows)]
-    sections += [s for s in (_skipped_section(result, arms, max_rows), _collection_section(result, max_rows)) if s]
+    sections += [s for s in (_skipped_section(result, arms, max_rows), _collection_section(result, max_rows),
+                             _layer_section(result, max_rows)) if s]
     for a in result["arms"]:
         if a["result"] != COMPLETE:
             sections.append(Section(f"Arm {a['arm']} is INCOMPLETE", ["source disagreement"],

@@ -217,6 +217,8 @@ def _arm_summary(data: Mapping[str, Any]) -> dict[str, Any]:
         "duration": data.get("duration"), "record": (data.get("files") or {}).get("record"),
         "disagreements": rec["disagreements"],
         "stderr_tail": data.get("stderr_tail") if rec["result"] != COMPLETE else None,
+        "layer_findings": {n: list(e["layer_findings"]) for n, e in data["tests"].items() if e.get("layer_findings")},
+        "layers_read": [sum(int((e.get("layers_read") or (0, 0))[i]) for e in data["tests"].values()) for i in (0, 1)],
     }
 
 
@@ -229,6 +231,7 @@ def summarise_sweep(records: Sequence[Mapping[str, Any]], out_dir: str, pytest_a
     for item in diffs:
         totals[item["class"]] += 1
     totals["skipped on some arms"] = len(skipped)
+    totals["layer findings"] = sum(len(lines) for a in arms for lines in a["layer_findings"].values())
     failing = any(totals[cls] for cls in FAILING_CLASSES)
     return {
         "command": "sweep", "result": INCOMPLETE if incomplete else COMPLETE,
