@@ -3,6 +3,8 @@
 Test ids, skip reasons, exception messages, leaked objects' names, hook values and file names come from the
 project, and may hold line breaks, terminal escapes or bidirectional controls. Shown raw, they would print
 lines that look like pytest's or ours (a forged ``RESULT:`` or ``trtcap:`` line) or recolour the terminal.
+
+PYTEST_DONT_REWRITE: loaded in every pytest run (isolation acts in every session); no assert to rewrite.
 """
 
 from __future__ import annotations

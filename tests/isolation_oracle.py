@@ -14,7 +14,8 @@ from typing import NamedTuple
 
 from generated_suites import Fixture, Suite, Test, closure
 
-_FIXTURE = re.compile(r"^\S+ \((?:fixture '(?P<name>\w+)'|(?P<cls>\w+)\.setUpClass/tearDownClass), (?P<scope>\w+) scope")
+_FIXTURE = re.compile(
+    r"^\S+ \((?:fixture '(?P<name>\w+)'|(?P<cls>\w+)\.setUpClass/tearDownClass), (?P<scope>\w+) scope")
 
 
 class Named(NamedTuple):

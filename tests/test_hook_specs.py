@@ -253,17 +253,17 @@ def test_two():
 NOT_RESTORED = "(not restored: the restore() of entry 'counter' failed)"
 
 
-@pytest.mark.parametrize("tests, leaker", [
-    (CHANGES_THEN_CLEAN.format(fixture=""), "test_entry.py::test_one"),
+@pytest.mark.parametrize("tests, leaker, who", [
+    (CHANGES_THEN_CLEAN.format(fixture=""), "test_entry.py::test_one", "1 test"),
     (MODULE_FIXTURE_CHANGES,
-     "test_entry.py::test_two (fixture 'changes', module scope, set up for test_entry.py::test_one)"),
+     "test_entry.py::test_two (fixture 'changes', module scope, set up for test_entry.py::test_one)", "1 fixture"),
 ], ids=["test", "module fixture"])
 def test_a_leak_whose_entry_failed_to_restore_is_never_called_restored(
-        pytester: pytest.Pytester, tests: str, leaker: str) -> None:
+        pytester: pytest.Pytester, tests: str, leaker: str, who: str) -> None:
     """The summary says "restored" only of what was: a leak the project's restore() failed to put back says so."""
     pytester.makeconftest(BROKEN_ENTRY.format(snapshot_raises=False, restore_raises=True, compare_raises=False))
     pytester.makepyfile(test_entry=tests)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
-    result.stdout.fnmatch_lines(["leaks: 1 test left global state changed (not restored)",
+    result.stdout.fnmatch_lines([f"leaks: {who} left global state changed (not restored)",
                                  f"  {leaker} -> counter changed {NOT_RESTORED}"])
     assert "(restored)" not in result.stdout.str()

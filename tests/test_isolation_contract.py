@@ -11,11 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from hypothesis import given, seed, settings
-
 import generated_suites as gen
 import isolation_oracle as oracle
+import pytest
+from hypothesis import given, seed, settings
 
 PYTHON = os.environ.get("TRTCAP_CONTRACT_PYTHON", sys.executable)
 EXTRA = shlex.split(os.environ.get("TRTCAP_CONTRACT_ARGS", ""))

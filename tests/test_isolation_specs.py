@@ -106,7 +106,8 @@ def test_the_settings_environment_variables_are_held_and_put_back(monkeypatch: p
     monkeypatch.setenv("TRTCAP_TARGET_SM", "8.9")
     monkeypatch.setenv("TRTCAP_STRICT", "1")
     assert spec.changed(snap)
-    assert spec.describe(snap) == ["environment TRTCAP_TARGET_SM='8.9', was '7.5'", "environment TRTCAP_STRICT='1', was unset"]
+    assert spec.describe(snap) == ["environment TRTCAP_TARGET_SM='8.9', was '7.5'",
+                                   "environment TRTCAP_STRICT='1', was unset"]
     spec.restore(snap)
     assert os.environ["TRTCAP_TARGET_SM"] == "7.5" and "TRTCAP_STRICT" not in os.environ
 

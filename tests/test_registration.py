@@ -75,7 +75,7 @@ def test_importing_the_plugin_loads_registration_and_configuration_only() -> Non
     loaded = _loaded("import pytest_trtcap.plugin")
     for later in ("pytest_trtcap.partitions", "pytest_trtcap.unittest_support", "pytest_trtcap.audit",
                   "pytest_trtcap.trt_close", "pytest_trtcap.session", "pytest_trtcap.settings",
-                  "pytest_trtcap.report", "pytest_trtcap.hook_results", "pytest_trtcap.isolation"):
+                  "pytest_trtcap.report", "pytest_trtcap.hook_results", "pytest_trtcap.isolation.held_state"):
         assert later not in loaded, loaded
 
 
@@ -87,7 +87,7 @@ def test_a_collect_only_run_of_an_unrelated_suite_loads_no_predicate_registry_or
     assert "pytest_trtcap.plugin" in loaded  # the plugin did load
     for later in ("trtcap_guards.targets", "trtcap_guards.registry", "trtcap_guards.builder",
                   "trtcap_guards.validators", "pytest_trtcap.partitions", "pytest_trtcap.hook_results",
-                  "pytest_trtcap.isolation", "pytest_trtcap.unittest_support"):
+                  "pytest_trtcap.isolation.held_state", "pytest_trtcap.unittest_support"):
         assert later not in loaded, loaded
 
 

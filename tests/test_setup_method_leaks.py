@@ -56,4 +56,5 @@ def test_a_leak_in_a_set_up_method_is_named_on_its_unit_and_restored(pytester: p
     pytester.makepyfile(test_xunit=XUNIT)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trtcap-guards", "on")
     result.assert_outcomes(passed=4, warnings=3)
-    result.stdout.fnmatch_lines(["*- trtcap -*", "leaks: 2 tests and 1 fixture left global state changed (restored)", *LEAKS])
+    result.stdout.fnmatch_lines(["*- trtcap -*", "leaks: 2 tests and 1 fixture left global state changed (restored)",
+                                 *LEAKS])

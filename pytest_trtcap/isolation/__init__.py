@@ -8,6 +8,8 @@ and warns (or errs) with the classes here, exported from ``pytest_trtcap`` so wa
 
 Loaded once a session uses the plugin, never with the plugin: importing the plugin is paid by every pytest run of
 the environment.
+
+PYTEST_DONT_REWRITE: loaded in every pytest run (isolation acts in every session); no assert to rewrite.
 """
 
 

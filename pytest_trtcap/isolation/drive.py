@@ -14,6 +14,8 @@
 The hooks read only what pytest hands them (the item, the fixture's ``argname``, ``scope`` and ``addfinalizer``),
 so pytest calling ``pytest_fixture_post_finalizer`` once (9.1 on) or again through a dependent's end (before 9.1)
 changes nothing: a fixture's end is seen once, the first time, and any later call finds no live unit.
+
+PYTEST_DONT_REWRITE: loaded in every pytest run (isolation acts in every session); no assert to rewrite.
 """
 
 from __future__ import annotations

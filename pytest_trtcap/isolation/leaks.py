@@ -2,6 +2,8 @@
 warning it raises, or the error that replaces the warning under ``--trtcap-strict`` or a filter that makes it one.
 
 The isolation drive (``session``) finds the leaks; this module only words them, so the wording has one home.
+
+PYTEST_DONT_REWRITE: loaded in every pytest run (isolation acts in every session); no assert to rewrite.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ A line left at the judgement names the one owner whose run produced that very ch
 every owner ("fixture 'a' ... or test_x").
 
 Nothing here knows pytest: ``tests/isolation_oracle.py`` checks the drive against a model written apart from it.
+
+PYTEST_DONT_REWRITE: loaded in every pytest run (isolation acts in every session); no assert to rewrite.
 """
 
 from __future__ import annotations
