@@ -35,23 +35,39 @@ _ENVIRONMENT = tuple(spec.env for spec in SPECS)
 
 
 def environment_spec() -> StateSpec:
-    """The settings' environment variables: the guards read ``TRTCAP_TARGET_SM`` whenever they decide."""
+    """The settings' environment variables: the guards read ``TRTCAP_TARGET_SM`` whenever they decide. A snapshot
+    is the raw values in ``os.environ``'s own dict where CPython keeps one (``os.environ.get`` costs ten times as
+    much, and this is compared twice per test), else the values ``get`` returns."""
+    data, encode = getattr(os.environ, "_data", None), getattr(os.environ, "encodekey", None)
+    decode = getattr(os.environ, "decodevalue", lambda value: value)
+    if isinstance(data, dict) and callable(encode):
+        keys = [encode(name) for name in _ENVIRONMENT]
 
-    def snapshot() -> dict[str, str | None]:
-        return {name: os.environ.get(name) for name in _ENVIRONMENT}
+        def snapshot() -> tuple:
+            return tuple([data.get(key) for key in keys])
+    else:  # pragma: no cover - an interpreter whose os.environ keeps no such dict
+        decode = str
 
-    def restore(snap: dict[str, str | None]) -> None:
-        for name, value in snap.items():
-            if value is None:
+        def snapshot() -> tuple:
+            return tuple([os.environ.get(name) for name in _ENVIRONMENT])
+
+    def value(raw: Any) -> str | None:
+        return None if raw is None else decode(raw)
+
+    def restore(snap: tuple) -> None:
+        for name, raw in zip(_ENVIRONMENT, snap):
+            if raw is None:
                 os.environ.pop(name, None)
-            elif os.environ.get(name) != value:
-                os.environ[name] = value
+            elif os.environ.get(name) != value(raw):
+                os.environ[name] = value(raw)
 
-    def describe(snap: dict[str, str | None]) -> list[str]:
-        now = snapshot()
-        return [f"environment {name}={now[name]!r}, was {'unset' if snap[name] is None else repr(snap[name])}"
-                if now[name] is not None else f"environment {name} unset, was {snap[name]!r}"
-                for name in _ENVIRONMENT if now[name] != snap[name]]
+    def describe(snap: tuple) -> list[str]:
+        out = []
+        for name, was, now in zip(_ENVIRONMENT, map(value, snap), map(value, snapshot())):
+            if now != was:
+                out.append(f"environment {name} unset, was {was!r}" if now is None else
+                           f"environment {name}={now!r}, was {'unset' if was is None else repr(was)}")
+        return out
 
     return StateSpec("environment", snapshot, restore, lambda snap: snapshot() != snap, describe)
 
@@ -133,16 +149,19 @@ class IsolationDrive:
         return (yield)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, Any, Any]:
+    def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
         __tracebackhide__ = True  # a leak's error (``--trtcap-strict``) shows the test, not this plugin
         self.phase = "teardown"
+        # the next test shares every node above this one: pytest tears down this test alone, so nothing runs after
+        # its own finalizers (the usual case, spared a comparison); not under --pdb, where unittest postpones tearDown
+        alone = nextitem is not None and nextitem.parent is item.parent and not item.config.option.usepdb
         try:
             result = yield
         except BaseException:
-            self._close()
+            self._close(alone)
             self.deliver(item, self._take(), teardown_failed=True)
             raise
-        self._close()
+        self._close(alone)
         self.deliver(item, self._take())
         return result
 
@@ -166,12 +185,12 @@ class IsolationDrive:
         self.found += self.ledger.end(test)
         self.running = [Unit(f"{test.subject} (finalizers run in its teardown)", "node")]
 
-    def _close(self) -> None:
-        """The test's teardown ended: judge the test if no wider fixture ended first, then what was left to the
-        finalizers that ran after the wider fixtures' ends."""
+    def _close(self, alone: bool = False) -> None:
+        """The test's teardown ended: judge the test if its own end was not seen, then what was left to the
+        finalizers that ran after it (wider fixtures' ends; none where the test was torn down ``alone``)."""
         self._end_test()
         node = self.running[0] if self.running else None
-        if node is not None:
+        if node is not None and not (alone and not self.ended_here and len(self.running) == 1):
             self.ledger.boundary(node)
             for leak in self.ledger.end(node):  # a finalizer of a wider node ran as those fixtures ended
                 if node in leak.owners and self.ended_here:

@@ -188,7 +188,9 @@ class Ledger:
         """``unit`` ended (its last run closed by ``boundary``): judge what it owns. ``defer_to``: a unit still
         running (the rest of a teardown) that may yet put back what ``unit`` left: judged when that one ends."""
         unit.alive = False
-        leaks = []
+        leaks: list[Leak] = []
+        if not self.layers:  # nothing changed since the last judgement (the usual test)
+            return leaks
         for spec in self._live():
             stack = self.layers.get(spec.label)
             index = next((i for i, layer in enumerate(stack or ()) if unit in layer.owners + layer.waiters), None)
@@ -213,6 +215,8 @@ class Ledger:
                 stack.append(merged)
                 continue
             leaks += self._judge(spec, merged)
+        for label in [label for label, stack in self.layers.items() if not stack]:
+            del self.layers[label]
         return leaks
 
     def _take_out(self, spec: StateSpec, stack: list[Layer], index: int, unit: Unit) -> list[Leak] | None:
