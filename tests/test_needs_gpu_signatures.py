@@ -151,16 +151,37 @@ def _cuda_error() -> BaseException:
     return _raised(lambda: torch.zeros(1, device="cuda"))
 
 
-def test_explicit_cause_is_followed_and_names_the_line_that_needed_the_device() -> None:
+def test_an_explicit_cause_raised_by_the_tests_own_code_is_a_failure() -> None:
+    """``raise X from err`` in the test's own ``except``: the test decided what to raise, as with the implicit
+    chain; the device error it names as the cause does not make the failure a skip."""
     def wrap() -> None:
         try:
             torch.zeros(1, device="cuda")
         except RuntimeError as e:
             raise ValueError("could not set up the model") from e
 
-    found = needs_gpu.classify(_raised(wrap))
-    assert found is not None and found.signature.name == "cuda-init"
-    assert (found.path, found.lineno) == (HERE, wrap.__code__.co_firstlineno + 2)
+    exc = _raised(wrap)
+    assert isinstance(exc, ValueError) and _signature(exc.__cause__) == "cuda-init"  # the device error is there
+    assert _signature(exc) is None
+
+
+def test_an_explicit_cause_raised_by_a_helper_of_the_test_is_a_failure(tmp_path: Path) -> None:
+    """The same where the ``raise ... from`` is in a project helper the test calls (a module of its own)."""
+    helper = _library_function("project_helpers_for_trtcap", RAISES_FROM, tmp_path)
+    exc = _raised(lambda: helper())
+    assert isinstance(exc, ValueError) and _signature(exc.__cause__) == "cuda-init"
+    assert _signature(exc) is None
+
+
+def test_a_cause_stored_by_the_tests_code_and_raised_later_is_a_failure() -> None:
+    """The cause was caught in a frame that has returned; the ``raise ... from`` ran in the test's code."""
+    def caught() -> BaseException:
+        return _raised(lambda: torch.zeros(1, device="cuda"))
+
+    def later() -> None:
+        raise ValueError("no device earlier") from caught()
+
+    assert _signature(_raised(later)) is None
 
 
 def test_the_tests_own_assertion_is_a_failure_whatever_its_chain() -> None:
@@ -243,6 +264,46 @@ def test_a_library_that_handles_a_device_error_and_raises_anew_still_needs_a_gpu
     assert isinstance(exc, ValueError) and exc.__cause__ is None
     assert found is not None and found.signature.name == "cuda-init"
     assert (found.path, found.lineno) == (HERE, lineno)  # the test's line, not the library's
+
+
+RAISES_FROM = """
+def run():
+    try:
+        torch.zeros(1, device="cuda")
+    except RuntimeError as e:
+        raise ValueError("could not set up the engine's device") from e
+"""
+
+
+def test_an_explicit_cause_raised_inside_the_library_is_followed(tmp_path: Path) -> None:
+    """torch_tensorrt's own ``raise ... from err`` on a device error: the device error counts, at the test's line."""
+    run = _library_function("torch_tensorrt._trtcap_test_raises_from", RAISES_FROM, tmp_path)
+    exc = _raised(lambda: run())
+    lineno = sys._getframe().f_lineno - 1
+    found = needs_gpu.classify(exc)
+    assert isinstance(exc, ValueError) and exc.__cause__ is not None
+    assert found is not None and found.signature.name == "cuda-init"
+    assert (found.path, found.lineno) == (HERE, lineno)  # the test's line, not the library's
+
+
+def test_a_library_raising_from_a_device_error_inside_the_tests_except_is_a_failure(tmp_path: Path) -> None:
+    """The test's ``except`` handled the device error and called into torch_tensorrt, which raised ``from`` it:
+    the test's ``except`` decided, as with the implicit chain."""
+    reraise = _library_function("torch_tensorrt._trtcap_test_wraps", WRAPS, tmp_path)
+
+    def handled() -> None:
+        try:
+            torch.zeros(1, device="cuda")
+        except RuntimeError as e:
+            reraise(e)
+
+    assert _signature(_raised(handled)) is None
+
+
+WRAPS = """
+def run(err):
+    raise ValueError("wrapped") from err
+"""
 
 
 def test_the_tests_code_run_by_a_librarys_except_decides_the_failure(tmp_path: Path) -> None:
