@@ -321,24 +321,31 @@ def test_other_errors_are_failures(exc: BaseException) -> None:
     assert _signature(exc) is None
 
 
-def test_a_cyclic_chain_ends() -> None:
-    a, b = _cuda_error(), ValueError("b")
-    b.__cause__, a.__cause__ = a, b
+def test_a_cyclic_chain_ends(tmp_path: Path) -> None:
+    run = _library_function("torch_tensorrt._trtcap_test_cycle", RAISES_FROM, tmp_path)
+    b = _raised(lambda: run())
+    a = b.__cause__
+    assert a is not None
+    a.__cause__ = b  # raised inside torch.cuda: followed back to b, which was seen
     assert [type(e) for e in needs_gpu.chain(b)] == [ValueError, RuntimeError]
 
 
-def test_a_hostile_exception_is_left_a_failure() -> None:
+HOSTILE = """
+def run(make):
+    try:
+        torch.zeros(1, device="cuda")
+    except RuntimeError as e:
+        raise make() from e
+"""
+
+
+def test_a_hostile_exception_is_left_a_failure(tmp_path: Path) -> None:
     class Hostile(RuntimeError):
         def __str__(self) -> str:
             raise ValueError("no text for you")
 
-    def raise_it() -> None:
-        try:
-            torch.zeros(1, device="cuda")
-        except RuntimeError as e:
-            raise Hostile() from e
-
-    found = needs_gpu.classify(_raised(raise_it))
+    run = _library_function("torch_tensorrt._trtcap_test_hostile", HOSTILE, tmp_path)
+    found = needs_gpu.classify(_raised(lambda: run(Hostile)))
     assert found is not None and found.signature.name == "cuda-init" and found.reason()
 
 
