@@ -182,17 +182,21 @@ guards.import_torch_tensorrt()
 def pytest_sessionfinish(session):
     drive = session.config.pluginmanager.get_plugin("trtcap-isolation")
     held = sorted(getattr(getattr(drive, "ledger", None), "last", {}) or {})
-    stamps = session.items[0].module.SPAN if session.items else []
+    module = session.items[0].module if session.items else None
+    stamps, cpu = (module.SPAN, module.CPU) if module is not None else ([], [])
     span = stamps[-1] - stamps[0] if len(stamps) > 1 else float("nan")
+    cpu_span = cpu[-1] - cpu[0] if len(cpu) > 1 else float("nan")
     with open(os.environ["TRTCAP_BENCH_PROBE"], "a", encoding="utf-8") as f:
-        f.write("plugin=%s\\theld=%s\\tbodies=%d\\tspan=%r\\n"
-                % (drive is not None, ",".join(held), len(stamps), span))
+        f.write("plugin=%s\\theld=%s\\tbodies=%d\\tspan=%r\\tcpu=%r\\n"
+                % (drive is not None, ",".join(held), len(stamps), span, cpu_span))
 '''
 
-#: Every test body appends ``perf_counter()`` to the module's ``SPAN``: the same statement on both sides, so the
-#: span from the first body to the last is measured identically with the plugin and without.
-_HEAD = "from time import perf_counter as _clock\n\nimport pytest\n\nSPAN = []\n\n\n"
-_BODY = "    SPAN.append(_clock())\n"
+#: Every test body appends ``perf_counter()`` to the module's ``SPAN`` and ``process_time()`` to its ``CPU``: the
+#: same statements on both sides, so the span from the first body to the last is measured identically with the
+#: plugin and without (the process's CPU time over it is less moved by other work on a shared machine).
+_HEAD = ("from time import perf_counter as _clock, process_time as _cpu\n\nimport pytest\n\n"
+         "SPAN = []\nCPU = []\n\n\n")
+_BODY = "    SPAN.append(_clock())\n    CPU.append(_cpu())\n"
 
 
 def _trivial(n: int) -> str:
@@ -259,6 +263,7 @@ class Probe(NamedTuple):
     held: str
     bodies: int
     span: float
+    cpu: float
 
 
 def _read_probes(path: str) -> list[Probe]:
@@ -268,12 +273,14 @@ def _read_probes(path: str) -> list[Probe]:
         for line in f.read().splitlines():
             fields = dict(part.split("=", 1) for part in line.split("\t"))
             probes.append(Probe(fields["plugin"] == "True", fields["held"], int(fields["bodies"]),
-                                float(fields["span"])))
+                                float(fields["span"]), float(fields.get("cpu", "nan"))))
     return probes
 
 
-def _spans(probes: list[Probe], runs: int, n_tests: int) -> tuple[dict[str, list[float]], list[str]]:
-    """Each side's spans of its last ``runs`` runs (a warm-up's come first), and what is wrong with the probes."""
+def _spans(probes: list[Probe], runs: int, n_tests: int,
+           field: str = "span") -> tuple[dict[str, list[float]], list[str]]:
+    """Each side's spans of its last ``runs`` runs (a warm-up's come first; ``field``: ``span``, wall, or ``cpu``,
+    the process's CPU time over it), and what is wrong with the probes."""
     sides = {"plugin": [p for p in probes if p.plugin], "no plugin": [p for p in probes if not p.plugin]}
     problems = []
     if len(sides["plugin"]) != len(sides["no plugin"]):
@@ -282,7 +289,7 @@ def _spans(probes: list[Probe], runs: int, n_tests: int) -> tuple[dict[str, list
         problems.append("isolation did not hold the converter registry in a plugin run")
     if any(p.bodies != n_tests for p in probes):
         problems.append(f"a run did not run its {n_tests} test bodies")
-    return {side: [p.span for p in kept[-runs:]] for side, kept in sides.items()}, problems
+    return {side: [getattr(p, field) for p in kept[-runs:]] for side, kept in sides.items()}, problems
 
 
 def suite(n_tests: int, runs: int, quick: bool, shape: str = "trivial", count: bool = False) -> list[Result]:
@@ -306,6 +313,7 @@ def suite(n_tests: int, runs: int, quick: bool, shape: str = "trivial", count: b
         commands = {"plugin": base, "no plugin": base[:3] + ["-p", "no:trtcap"] + base[3:]}
         times, cpu = interleaved(commands, runs, workdir, env, warmup=warmup)
         spans, problems = _spans(_read_probes(probe), runs, n_tests)
+        cpu_spans, _ = _spans(_read_probes(probe), runs, n_tests, "cpu")
         counted = _counted(commands, workdir, env, SHAPES[shape], n_tests) if count else None
     print("command: python -m pytest -q -p no:cacheprovider test_suite.py  vs  ... -p no:trtcap")
     cpu_with, cpu_without = median(cpu["plugin"]), median(cpu["no plugin"])
@@ -314,10 +322,15 @@ def suite(n_tests: int, runs: int, quick: bool, shape: str = "trivial", count: b
         print(f"{side}: span median {median(spans[side]):.3f} s (range {spread(spans[side])} s); whole process "
               f"median {median(times[side]):.3f} s (range {spread(times[side])} s)")
     detail = {"runs": f"{runs} each, alternated", "tests": str(n_tests)}
+    span_cpu = median(cpu_spans["plugin"]), median(cpu_spans["no plugin"])
+    span_cpu_note = (f"{span_cpu[0]:.3f} s vs {span_cpu[1]:.3f} s, ratio {span_cpu[0] / span_cpu[1]:.3f} "
+                     f"(per-round median {paired_median(cpu_spans['plugin'], cpu_spans['no plugin']):.3f})")
+    print(f"CPU time of the span (process_time, medians): {span_cpu_note}")
     span = Result(name, label.format(n=n_tests, measure=SPAN), median(spans["plugin"]), median(spans["no plugin"]),
                   "s", target, checked=not quick, paired=paired_median(spans["plugin"], spans["no plugin"]),
                   rounds=runs, ratios=per_round(spans["plugin"], spans["no plugin"]), problems=problems,
-                  detail=dict(detail, measured="perf_counter() appended by every test body; last minus first"))
+                  detail=dict(detail, measured="perf_counter() appended by every test body; last minus first",
+                              **{"CPU time of the span (process_time, medians)": span_cpu_note}))
     process = Result(f"{name}_process", label.format(n=n_tests, measure=PROCESS), median(times["plugin"]),
                      median(times["no plugin"]), "s", None, checked=not quick,
                      paired=paired_median(times["plugin"], times["no plugin"]), rounds=runs,

@@ -117,7 +117,8 @@ def test_each_suite_shape_is_n_passing_tests_of_its_kind(pytester: pytest.Pytest
 def pytest_sessionfinish(session):
     if session.items and hasattr(session.items[0].module, "SPAN"):
         stamps = session.items[0].module.SPAN
-        print("stamps", len(stamps), "ordered", stamps == sorted(stamps))
+        cpu = session.items[0].module.CPU
+        print("stamps", len(stamps), len(cpu), "ordered", stamps == sorted(stamps) and cpu == sorted(cpu))
 """)
     result = pytester.runpytest_inprocess("-p", "no:trtcap", "-p", "no:cacheprovider", "--setup-plan")
     result.assert_outcomes()  # --setup-plan runs nothing: the plan lists each test's fixtures
@@ -128,4 +129,4 @@ def pytest_sessionfinish(session):
         assert plan.count(f"SETUP    F {name}") == 7, plan
     run = pytester.runpytest_inprocess("-p", "no:trtcap", "-p", "no:cacheprovider", "-s")
     assert run.ret == 0
-    run.stdout.fnmatch_lines(["*stamps 7 ordered True*"])  # every body stamps the span, in order
+    run.stdout.fnmatch_lines(["*stamps 7 7 ordered True*"])  # every body stamps the span, in order
