@@ -86,17 +86,21 @@ NOTES = [
     "processes, `pytest_trtcap.plugin` and `_hypothesis_pytestplugin` alternated round by round; the module's "
     "cumulative column (pytest's own import is outside it). Target <= 8 ms with bytecode caches; without them "
     "(source-only copy) for information.",
-    "- **isolation per test**: in process, with torch_tensorrt imported (`guards.import_torch_tensorrt()`): "
-    "`Isolation(builtin_specs()).hold()` + `release()` on an unchanged registry, against the naive reset fixture "
-    "(`{k: list(v)}` of `DYNAMO_ATEN_CONVERTERS` and `list(ATOMIC_SUBGRAPHS)`, restored with `clear()`/`update()` "
-    "and slice assignment); per-iteration `perf_counter_ns`, the two alternating in blocks of 50; medians.",
-    "- **suites**: 2,000 tests in one generated file whose conftest calls `guards.import_torch_tensorrt()` (`def "
-    "test_i(): pass`; one test parametrized with two arguments; one test parametrized over 2,000 values that takes "
-    "ten function fixtures); `python -m pytest -q -p no:cacheprovider` with the plugin against `-p no:trtcap`, "
-    "alternated, 15 runs a side after a warm-up, bytecode caches on; wall times, nothing subtracted. Each suite is "
-    "also run once a side under valgrind (cachegrind, no cache simulation, `PYTHONHASHSEED=0`): the instructions of "
-    "the whole run, the same overhead counted where the machine's drift cannot move it. A conftest hook records, per "
-    "run, whether the plugin's isolation held the registry.",
+    "- **isolation per test**: in process, with torch_tensorrt imported (`guards.import_torch_tensorrt()`): the "
+    "two comparisons of the held objects a clean test costs (`Ledger.boundary` at its start and at its end, then "
+    "`Ledger.end`, over `builtin_specs()`), against the naive reset fixture (`{k: list(v)}` of "
+    "`DYNAMO_ATEN_CONVERTERS`, `list(ATOMIC_SUBGRAPHS)`, the lowering pass lists and tables, restored with "
+    "`clear()`/`update()` and slice assignment); per-iteration `perf_counter_ns`, the two alternating in blocks of "
+    "50; medians.",
+    "- **suites**: one generated file whose conftest calls `guards.import_torch_tensorrt()`: 2,000 `def test_i()`; "
+    "one test parametrized 2,000 times with two arguments; one test parametrized 500 times that takes ten function "
+    "fixtures. Every test body appends `time.perf_counter()` to a list (the same statement on both sides) and the "
+    "conftest writes the last minus the first: the span of the tests themselves, first body to last, in process, "
+    "the figure checked. `python -m pytest -q -p no:cacheprovider` with the plugin against `-p no:trtcap`, "
+    "alternated, 15 runs a side after a warm-up, bytecode caches on; the whole process's wall time beside it, for "
+    "information. Each suite is also run once a side under valgrind (cachegrind, no cache simulation, "
+    "`PYTHONHASHSEED=0`): the instructions of the whole run. The conftest records, per run, whether the plugin's "
+    "isolation held the registry and how many bodies ran.",
     "- **partitioning**: `fast_partition(gm, min_block_size=1)` of a deep copy of the lowered graph of 300 FP16 "
     "blocks (four `nn.Linear`, fused attention, ReLU, residual), after "
     "`DYNAMO_CONVERTERS.set_compilation_settings(CompilationSettings(min_block_size=1))`, targets declared with "

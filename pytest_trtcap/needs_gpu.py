@@ -25,12 +25,12 @@ The signatures, each matched on one exception of the chain:
     a ``NotImplementedError`` "Could not run 'OP' with arguments from the 'CPU' backend" whose list of
     available backends names ``CUDA``: a kernel that exists for CUDA only.
 
-The chain is followed through ``__cause__`` (explicit ``raise ... from``), the ``inner_exception`` that
-``torch._dynamo``'s ``BackendCompilerFailed`` wraps, and ``__context__`` only where torch/torch_tensorrt/tensorrt's
-own ``except`` handled it and raised the new error (a library re-raising): where the test's own ``except`` (or
-its conftest's or project helper's, or its module's at import) handled the device error, what it then ran into
-is the test's failure. An ``AssertionError`` (or ``pytest.fail``) raised by the test's own code is a failure
-whatever its chain: the test decided.
+The chain is followed through the ``inner_exception`` that ``torch._dynamo``'s ``BackendCompilerFailed`` wraps,
+and through ``__cause__`` (explicit ``raise ... from``) and ``__context__`` only where torch/torch_tensorrt/
+tensorrt's own code handled it and raised the new error (a library re-raising): where the test's own ``except``
+(or its conftest's or project helper's, or its module's at import) handled the device error, what it then ran
+into, or raised ``from`` it, is the test's failure. An ``AssertionError`` (or ``pytest.fail``) raised by the
+test's own code is a failure whatever its chain: the test decided.
 
 Nothing here imports torch: the host is probed (``trtcap_guards.targets.host_capabilities``) only after a
 signature matched, by which time torch is imported anyway.
@@ -196,23 +196,30 @@ def chain(exc: BaseException) -> Iterator[BaseException]:
         if type(current).__module__.startswith("torch._dynamo") and isinstance(inner, BaseException):
             todo.append(inner)
         if current.__cause__ is not None:
-            todo.append(current.__cause__)
-        elif current.__context__ is not None and not current.__suppress_context__ and _library_handled(current):
+            if _library_handled(current, current.__cause__, explicit=True):
+                todo.append(current.__cause__)
+        elif current.__context__ is not None and not current.__suppress_context__ and _library_handled(
+            current, current.__context__
+        ):
             todo.append(current.__context__)
 
 
-def _library_handled(exc: BaseException) -> bool:
-    """Whether torch/torch_tensorrt/tensorrt's own ``except`` turned ``exc.__context__`` into ``exc``: the frame
-    that caught the context (the outermost entry of its traceback) is the library's, ``exc`` passed through it,
-    and no frame of the test's own code lies between that ``except`` and where ``exc`` was raised. A test's, its
-    conftest's or project helper's ``except`` that runs into another error (a CPU fallback's shape bug, a
-    numeric check) decided the failure, however deep in torch that error was raised; so does the test's code
-    that a library's ``except`` calls back."""
-    context_tb = exc.__context__.__traceback__ if exc.__context__ is not None else None
-    handler = context_tb.tb_frame if context_tb is not None else None
+def _library_handled(exc: BaseException, linked: BaseException, explicit: bool = False) -> bool:
+    """Whether torch/torch_tensorrt/tensorrt's own ``except`` turned ``linked`` (``exc``'s context, or its
+    explicit cause) into ``exc``: the frame that caught ``linked`` (the outermost entry of its traceback) is the
+    library's, ``exc`` passed through it, and no frame of the test's own code lies between that ``except`` and
+    where ``exc`` was raised. A test's, its conftest's or project helper's ``except`` that runs into another error
+    (a CPU fallback's shape bug, a numeric check) or raises its own ``from`` the device error decided the failure,
+    however deep in torch that error was raised; so does the test's code that a library's ``except`` calls back.
+    An explicit cause caught in a frame ``exc`` did not pass through (kept, then raised ``from`` later) counts
+    where the library's code raised ``exc``."""
+    linked_tb = linked.__traceback__
+    handler = linked_tb.tb_frame if linked_tb is not None else None
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame is not handler:
         tb = tb.tb_next
+    if tb is None and explicit:
+        tb = innermost(exc.__traceback__)
     if not _in_library(tb):
         return False
     while tb is not None:

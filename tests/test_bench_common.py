@@ -86,9 +86,28 @@ def test_a_suite_counted_in_instructions_is_its_own_row_judged_against_the_suite
     row = bench_isolation._counted(commands, ".", {}, bench_isolation.SHAPES["parametrized"], 2000)
     assert (row.name, row.unit, row.target) == ("suite_parametrized_instructions", "M instructions", 1.05)
     assert row.ratio == pytest.approx(1.04) and row.outcome == "met"
-    assert "(CPU instructions)" in row.what and "wall" not in row.what
+    assert "(whole process, CPU instructions)" in row.what and "wall" not in row.what
     assert row.detail["added"] == "40.0 M instructions, 20000 a test"
     counts["plugin"] = 1060e6
     assert bench_isolation._counted(commands, ".", {}, bench_isolation.SHAPES["trivial"], 2000).outcome == "MISSED"
     ten = bench_isolation._counted(commands, ".", {}, bench_isolation.SHAPES["ten fixtures"], 2000)
     assert ten.outcome == "met"  # 1.06 against 1.10
+
+
+def test_each_sides_span_is_read_from_its_own_runs_after_the_warm_up_and_a_wrong_run_is_a_problem(tmp_path):
+    """The conftest writes one line a run, in the order the runs ended; the warm-up's lines come first."""
+    import bench_isolation
+
+    held = "converter registry,environment"
+    lines = [("True", held, 3, 9.0), ("False", "", 3, 8.0),  # the warm-up
+             ("True", held, 3, 1.1), ("False", "", 3, 1.0), ("False", "", 3, 2.0), ("True", held, 3, 2.4)]
+    probe = tmp_path / "probe.txt"
+    probe.write_text("".join(f"plugin={p}\theld={h}\tbodies={b}\tspan={s!r}\n" for p, h, b, s in lines))
+    spans, problems = bench_isolation._spans(bench_isolation._read_probes(str(probe)), 2, 3)
+    assert spans == {"plugin": [1.1, 2.4], "no plugin": [1.0, 2.0]} and problems == []
+    spans, problems = bench_isolation._spans(bench_isolation._read_probes(str(probe)), 2, 4)
+    assert problems == ["a run did not run its 4 test bodies"]
+    probe.write_text("plugin=True\theld=environment\tbodies=3\tspan=1.0\nplugin=True\theld=\tbodies=3\tspan=1.0\n")
+    _, problems = bench_isolation._spans(bench_isolation._read_probes(str(probe)), 1, 3)
+    assert problems == ["the plugin was active in 2 of 2 runs",
+                        "isolation did not hold the converter registry in a plugin run"]

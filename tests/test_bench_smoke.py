@@ -41,6 +41,7 @@ RATIOS = (
     "isolation_per_test",
     "isolation_leak",
     "isolation_suite",
+    "isolation_suite_process",
     "partition_sm89",
     "partition_sm75_fp16",
     "partition_sm89_from_calls",
@@ -106,13 +107,20 @@ def test_the_instruction_counts_are_left_out_saying_so_where_valgrind_is_missing
 @pytest.mark.parametrize("shape", ["trivial", "parametrized", "ten fixtures"])
 def test_each_suite_shape_is_n_passing_tests_of_its_kind(pytester: pytest.Pytester, shape: str) -> None:
     """The suites the full run times (``--quick`` runs only the trivial one): n tests, all passing, with the
-    arguments or fixtures their name promises."""
+    arguments or fixtures their name promises, each body stamping the span the benchmark measures."""
     sys.path.insert(0, os.path.join(REPO, "bench"))
     try:
         import bench_isolation
     finally:
         sys.path.remove(os.path.join(REPO, "bench"))
     pytester.makepyfile(test_suite=bench_isolation.SHAPES[shape].source(7))
+    pytester.makeconftest("""
+def pytest_sessionfinish(session):
+    if session.items and hasattr(session.items[0].module, "SPAN"):
+        stamps = session.items[0].module.SPAN
+        cpu = session.items[0].module.CPU
+        print("stamps", len(stamps), len(cpu), "ordered", stamps == sorted(stamps) and cpu == sorted(cpu))
+""")
     result = pytester.runpytest_inprocess("-p", "no:trtcap", "-p", "no:cacheprovider", "--setup-plan")
     result.assert_outcomes()  # --setup-plan runs nothing: the plan lists each test's fixtures
     plan = result.stdout.str()
@@ -120,4 +128,6 @@ def test_each_suite_shape_is_n_passing_tests_of_its_kind(pytester: pytest.Pytest
     fixtures = {"trivial": [], "parametrized": ["a", "b"], "ten fixtures": [f"f{j}" for j in range(10)]}[shape]
     for name in fixtures:
         assert plan.count(f"SETUP    F {name}") == 7, plan
-    assert pytester.runpytest_inprocess("-p", "no:trtcap", "-p", "no:cacheprovider").ret == 0
+    run = pytester.runpytest_inprocess("-p", "no:trtcap", "-p", "no:cacheprovider", "-s")
+    assert run.ret == 0
+    run.stdout.fnmatch_lines(["*stamps 7 7 ordered True*"])  # every body stamps the span, in order

@@ -365,7 +365,7 @@ import pytest
 import torch
 from torch import nn
 
-from project_helpers import model_on_the_device
+from project_helpers import model_on_the_device, model_on_the_device_or_explain
 
 
 def test_fallback_shape_bug():
@@ -400,6 +400,10 @@ def test_explicit_cause():
         torch.ones(3, device="cuda")
     except RuntimeError as e:
         raise ValueError("could not set up the model") from e
+
+
+def test_project_helpers_explicit_cause():
+    model_on_the_device_or_explain(nn.Linear(4, 2))
 '''
 
 HANDLING_HELPER = '''
@@ -412,6 +416,14 @@ def model_on_the_device(model):
         return model.cuda()
     except RuntimeError:
         return model(torch.ones(3, 5))
+
+
+def model_on_the_device_or_explain(model):
+    """A project helper that names the device error as the cause of its own."""
+    try:
+        return model.cuda()
+    except RuntimeError as e:
+        raise LookupError("this model needs its device") from e
 '''
 
 CONFTEST_HELPER = HANDLING_HELPER + '''
@@ -441,9 +453,9 @@ def test_never_collected():
 def test_a_failure_raised_while_the_tests_own_except_handles_a_device_error_stays_a_failure(
     pytester: pytest.Pytester,
 ) -> None:
-    """Only the library's own ``except`` makes the device error count through the implicit chain: the test's,
-    its conftest's or project's helper's and its module's ``except`` running into a genuine bug are failures (and
-    a collection error), while a plain device error and an explicit ``raise ... from`` are still skipped."""
+    """Only the library's own ``except`` makes the device error count through the chain: the test's, its
+    conftest's or project's helper's and its module's ``except`` running into a genuine bug, or raising an error of
+    their own ``from`` it, are failures (and a collection error), while a plain device error is still skipped."""
     pytester.makeconftest(CONFTEST_HELPER)
     pytester.makepyfile(test_handled=HANDLED_BY_THE_TEST, test_import_handled=IMPORT_HANDLED_BY_THE_MODULE,
                         project_helpers=HANDLING_HELPER)
@@ -457,16 +469,19 @@ def test_a_failure_raised_while_the_tests_own_except_handles_a_device_error_stay
         "test_handled.py::test_conftest_helpers_fallback_bug": "FAILED",
         "test_handled.py::test_project_helpers_fallback_bug": "FAILED",
         "test_handled.py::test_plain_cuda": "SKIPPED",
-        "test_handled.py::test_explicit_cause": "SKIPPED",
+        "test_handled.py::test_explicit_cause": "FAILED",
+        "test_handled.py::test_project_helpers_explicit_cause": "FAILED",
     }, result.outlines
-    result.assert_outcomes(failed=4, skipped=2, errors=1)
+    result.assert_outcomes(failed=6, skipped=1, errors=1)
     result.stdout.fnmatch_lines([  # each error as it is: the collection error first, then the failures in order
         "*ERROR collecting test_import_handled.py*",
         "E *RuntimeError: Trying to create tensor with negative dimension*",
         "*test_fallback_shape_bug*", "E *RuntimeError: mat1 and mat2 shapes cannot be multiplied*",
         "*test_fallback_numeric_bug*", "E *AssertionError: Tensor-likes are not close!*",
+        "*test_explicit_cause*", "E *ValueError: could not set up the model*",
+        "*test_project_helpers_explicit_cause*", "E *LookupError: this model needs its device*",
     ])
-    result.stdout.fnmatch_lines(["needs a GPU: 2 (cuda-init: 2)"])
+    result.stdout.fnmatch_lines(["needs a GPU: 1 (cuda-init: 1)"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 

@@ -151,16 +151,37 @@ def _cuda_error() -> BaseException:
     return _raised(lambda: torch.zeros(1, device="cuda"))
 
 
-def test_explicit_cause_is_followed_and_names_the_line_that_needed_the_device() -> None:
+def test_an_explicit_cause_raised_by_the_tests_own_code_is_a_failure() -> None:
+    """``raise X from err`` in the test's own ``except``: the test decided what to raise, as with the implicit
+    chain; the device error it names as the cause does not make the failure a skip."""
     def wrap() -> None:
         try:
             torch.zeros(1, device="cuda")
         except RuntimeError as e:
             raise ValueError("could not set up the model") from e
 
-    found = needs_gpu.classify(_raised(wrap))
-    assert found is not None and found.signature.name == "cuda-init"
-    assert (found.path, found.lineno) == (HERE, wrap.__code__.co_firstlineno + 2)
+    exc = _raised(wrap)
+    assert isinstance(exc, ValueError) and _signature(exc.__cause__) == "cuda-init"  # the device error is there
+    assert _signature(exc) is None
+
+
+def test_an_explicit_cause_raised_by_a_helper_of_the_test_is_a_failure(tmp_path: Path) -> None:
+    """The same where the ``raise ... from`` is in a project helper the test calls (a module of its own)."""
+    helper = _library_function("project_helpers_for_trtcap", RAISES_FROM, tmp_path)
+    exc = _raised(lambda: helper())
+    assert isinstance(exc, ValueError) and _signature(exc.__cause__) == "cuda-init"
+    assert _signature(exc) is None
+
+
+def test_a_cause_stored_by_the_tests_code_and_raised_later_is_a_failure() -> None:
+    """The cause was caught in a frame that has returned; the ``raise ... from`` ran in the test's code."""
+    def caught() -> BaseException:
+        return _raised(lambda: torch.zeros(1, device="cuda"))
+
+    def later() -> None:
+        raise ValueError("no device earlier") from caught()
+
+    assert _signature(_raised(later)) is None
 
 
 def test_the_tests_own_assertion_is_a_failure_whatever_its_chain() -> None:
@@ -245,6 +266,46 @@ def test_a_library_that_handles_a_device_error_and_raises_anew_still_needs_a_gpu
     assert (found.path, found.lineno) == (HERE, lineno)  # the test's line, not the library's
 
 
+RAISES_FROM = """
+def run():
+    try:
+        torch.zeros(1, device="cuda")
+    except RuntimeError as e:
+        raise ValueError("could not set up the engine's device") from e
+"""
+
+
+def test_an_explicit_cause_raised_inside_the_library_is_followed(tmp_path: Path) -> None:
+    """torch_tensorrt's own ``raise ... from err`` on a device error: the device error counts, at the test's line."""
+    run = _library_function("torch_tensorrt._trtcap_test_raises_from", RAISES_FROM, tmp_path)
+    exc = _raised(lambda: run())
+    lineno = sys._getframe().f_lineno - 1
+    found = needs_gpu.classify(exc)
+    assert isinstance(exc, ValueError) and exc.__cause__ is not None
+    assert found is not None and found.signature.name == "cuda-init"
+    assert (found.path, found.lineno) == (HERE, lineno)  # the test's line, not the library's
+
+
+def test_a_library_raising_from_a_device_error_inside_the_tests_except_is_a_failure(tmp_path: Path) -> None:
+    """The test's ``except`` handled the device error and called into torch_tensorrt, which raised ``from`` it:
+    the test's ``except`` decided, as with the implicit chain."""
+    reraise = _library_function("torch_tensorrt._trtcap_test_wraps", WRAPS, tmp_path)
+
+    def handled() -> None:
+        try:
+            torch.zeros(1, device="cuda")
+        except RuntimeError as e:
+            reraise(e)
+
+    assert _signature(_raised(handled)) is None
+
+
+WRAPS = """
+def run(err):
+    raise ValueError("wrapped") from err
+"""
+
+
 def test_the_tests_code_run_by_a_librarys_except_decides_the_failure(tmp_path: Path) -> None:
     """A library's ``except`` that calls back into the test's code: the error that code raises (here a shape
     error torch raises for it) is the test's failure, not the device error the library was handling."""
@@ -260,24 +321,31 @@ def test_other_errors_are_failures(exc: BaseException) -> None:
     assert _signature(exc) is None
 
 
-def test_a_cyclic_chain_ends() -> None:
-    a, b = _cuda_error(), ValueError("b")
-    b.__cause__, a.__cause__ = a, b
+def test_a_cyclic_chain_ends(tmp_path: Path) -> None:
+    run = _library_function("torch_tensorrt._trtcap_test_cycle", RAISES_FROM, tmp_path)
+    b = _raised(lambda: run())
+    a = b.__cause__
+    assert a is not None
+    a.__cause__ = b  # raised inside torch.cuda: followed back to b, which was seen
     assert [type(e) for e in needs_gpu.chain(b)] == [ValueError, RuntimeError]
 
 
-def test_a_hostile_exception_is_left_a_failure() -> None:
+HOSTILE = """
+def run(make):
+    try:
+        torch.zeros(1, device="cuda")
+    except RuntimeError as e:
+        raise make() from e
+"""
+
+
+def test_a_hostile_exception_is_left_a_failure(tmp_path: Path) -> None:
     class Hostile(RuntimeError):
         def __str__(self) -> str:
             raise ValueError("no text for you")
 
-    def raise_it() -> None:
-        try:
-            torch.zeros(1, device="cuda")
-        except RuntimeError as e:
-            raise Hostile() from e
-
-    found = needs_gpu.classify(_raised(raise_it))
+    run = _library_function("torch_tensorrt._trtcap_test_hostile", HOSTILE, tmp_path)
+    found = needs_gpu.classify(_raised(lambda: run(Hostile)))
     assert found is not None and found.signature.name == "cuda-init" and found.reason()
 
 
