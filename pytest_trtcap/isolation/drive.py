@@ -59,7 +59,7 @@ def environment_spec() -> StateSpec:
             if raw is None:
                 os.environ.pop(name, None)
             elif os.environ.get(name) != value(raw):
-                os.environ[name] = value(raw)
+                os.environ[name] = decode(raw)
 
     def describe(snap: tuple) -> list[str]:
         out = []

@@ -89,7 +89,7 @@ def registry_changed(snap: RegistrySnapshot) -> bool:
 
 def registry_restore(snap: RegistrySnapshot) -> None:
     reg = snap.registry
-    sys.modules[REGISTRY_MODULE].DYNAMO_CONVERTERS = reg  # a test may have pointed it elsewhere
+    vars(sys.modules[REGISTRY_MODULE])["DYNAMO_CONVERTERS"] = reg  # a test may have pointed it elsewhere
     snap.registries[:] = snap.entries
     reg.registries = snap.registries
     reg.registry_names[:] = snap.names

@@ -21,6 +21,7 @@ PYTEST_DONT_REWRITE: loaded in every pytest run (isolation acts in every session
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -148,6 +149,8 @@ class Ledger:
         self.last: dict[str, Any] = {}  # label -> snapshot at the last boundary
         self.layers: dict[str, list[Layer]] = {}
         self.pristine: dict[str, Any] = {}  # label -> state before an adopted change
+        self._live_key: tuple[int, int] | None = None
+        self._live_specs: list[StateSpec] = []
 
     def add(self, spec: StateSpec, baseline: Any = None) -> None:
         """Hold ``spec`` from now on (``baseline``: its state before a change already under way)."""
@@ -163,7 +166,11 @@ class Ledger:
                 self.last[spec.label] = spec.snapshot()
 
     def _live(self) -> list[StateSpec]:
-        return [spec for spec in self.specs if spec.available()]
+        """The specs whose module is loaded: asked again when a module came or went (or a spec was added)."""
+        key = (len(sys.modules), len(self.specs))
+        if key != self._live_key:
+            self._live_key, self._live_specs = key, [spec for spec in self.specs if spec.available()]
+        return self._live_specs
 
     def boundary(self, owner: Unit) -> None:
         """A boundary of ``owner``'s run: what changed since the last one is its change."""
@@ -173,7 +180,13 @@ class Ledger:
             if before is None:
                 self.last[label] = spec.snapshot()
                 continue
-            if not spec.changed(before):
+            try:
+                if not spec.changed(before):
+                    continue
+            except (KeyError, AttributeError):  # its module went (and another came: as many as before)
+                if spec.available():
+                    raise
+                self._live_key = None
                 continue
             stack = self.layers.setdefault(label, [])
             if not (stack and any(u is owner for u in stack[-1].owners)):
