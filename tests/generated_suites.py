@@ -167,8 +167,8 @@ def _conftest(suite: Suite) -> str:
              f"for _label in {suite.labels()!r}:", "    HELD[_label] = []", "",
              "def pytest_trtcap_isolated_state(config):",
              "    return [(label, (lambda held=held: list(held)),",
-             "             (lambda snap, held=held: held.__setitem__(slice(None), snap))) for label, held in HELD.items()]",
-             ""]
+             "             (lambda snap, held=held: held.__setitem__(slice(None), snap)))",
+             "            for label, held in HELD.items()]", ""]
     if suite.hook:
         lines += ["def pytest_runtest_setup(item):", "    HELD['hook'].append('x')", ""]
     by_hook = [f.name for f in suite.fixtures if f.undo == "hook"]
