@@ -27,15 +27,20 @@ def environment(version: str, checkout: Path) -> Path:
     """A venv with ``pytest==version`` and ``checkout`` installed, on top of this one's packages."""
     where = ROOT / ".contract" / f"{checkout.name}-pytest-{version}"
     python = where / "bin" / "python"
+    check = (f"import pytest, pytest_trtcap; assert pytest.__version__ == {version!r}; "
+             f"assert pytest_trtcap.__file__.startswith({str(checkout)!r})")
+    if python.exists() and subprocess.run([str(python), "-c", check], cwd="/", capture_output=True).returncode == 0:
+        return python
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
         site_dir = next(Path(p) for p in site.getsitepackages() if p.endswith("site-packages"))
         own = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
                              capture_output=True, text=True, check=True).stdout.strip()
         Path(own, "_layered.pth").write_text(f"{site_dir}\n")
-        pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        subprocess.run([*pip, f"pytest=={version}"], check=True)
-        subprocess.run([*pip, "--no-deps", "-e", str(checkout)], check=True)
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    subprocess.run([*pip, f"pytest=={version}"], check=True)
+    subprocess.run([*pip, "--no-deps", "-e", str(checkout)], check=True)
+    subprocess.run([str(python), "-c", check], cwd="/", check=True)
     return python
 
 
