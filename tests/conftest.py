@@ -42,6 +42,8 @@ def no_trtcap_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for spec in SPECS:
         monkeypatch.delenv(spec.env, raising=False)
+    for name in ("COLUMNS", "LINES"):  # the table width: a test that needs one sets it (a shell, or readline, may)
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
