@@ -251,21 +251,39 @@ class EngineEntry(NamedTuple):
 
 _CAPTURED = ("an FP32 two-linear MLP's engine, DETAILED and LAYER_NAMES_ONLY (H100, torch-tensorrt-rtx 2.11, "
              "TensorRT-RTX 1.4, 2026-12-06; shared notes torch-tensorrt-facts.md)")
+_RUN = "captured in tests/data/engine_layers (H100, torch-tensorrt-rtx 2.11, TensorRT-RTX 1.4, 2026-12-06):"
 
 #: How engine layers are classified. Myelin (TensorRT-RTX's fusing compiler) names a fused layer
 #: ``__myl_<Kernels>_myl<g>_<n>``, the kernels CamelCase (``FcAddRelu``: a GEMM, an add and a ReLU); other layers keep
-#: a ``LayerType``. A name is read token by token: any GEMM, attention or convolution token makes the layer that
-#: category; a token not in the table makes it unknown. Each entry says where it was seen.
+#: a ``LayerType`` (``LayerType:`` entries), and a few kernels are known by their name's start (``Name:`` entries). A
+#: Myelin name is read token by token: any GEMM, attention or convolution token makes the layer that category; a token
+#: not in the table makes it unknown. Each entry says where it was seen.
 ENGINE_LAYER_TABLE: tuple[EngineEntry, ...] = (
-    EngineEntry("Fc", "gemm", f"a fully connected (GEMM) kernel, in __myl_FcAddRelu_myl0_0: {_CAPTURED}"),
-    EngineEntry("Add", "other", f"the bias add fused after a GEMM: {_CAPTURED}"),
-    EngineEntry("Relu", "other", f"the ReLU fused after the first GEMM: {_CAPTURED}"),
-    EngineEntry("LayerType:shape_call", "other", f"the shape computation a dynamic-shape engine adds: {_CAPTURED}"),
+    EngineEntry("Fc", "gemm", f"a fully connected (GEMM) kernel, in __myl_FcAddRelu_myl0_0: {_CAPTURED}; {_RUN} "
+                "linear, matmul (__myl_FcAdd) and cdist (__myl_FcMax)"),
+    EngineEntry("Add", "other", f"the bias add fused after a GEMM: {_CAPTURED}; {_RUN} linear, matmul"),
+    EngineEntry("Relu", "other", f"the ReLU fused after the first GEMM: {_CAPTURED}; {_RUN} linear"),
+    EngineEntry("LayerType:shape_call", "other", f"the shape computation a dynamic-shape engine adds: {_CAPTURED}; "
+                f"{_RUN} every dynamic case (__mye<n>_0_myl0_0)"),
+    EngineEntry("LayerType:gemm", "gemm", f"{_RUN} attention FP32 (__fc<n>_myl0_2, its two matmuls) and dynamic "
+                "cdist ([MATRIX_MULTIPLY]-[aten_ops.matmul.default]-[/matmul]_myl0_5)"),
+    EngineEntry("LayerType:correlation", "convolution", f"{_RUN} conv2d and conv3d "
+                "([CONVOLUTION]-[aten_ops.convolution.default]-[conv/convolution]_myl0_1)"),
+    EngineEntry("Name:_gemm_mha", "attention", f"the fused attention kernel (_gemm_mha_v2_myl0_3, LayerType kgen): "
+                f"{_RUN} attention FP16"),
+    *(EngineEntry(token, "other", f"a Myelin pointwise, reduction or data-movement kernel: {_RUN} {where}")
+      for token, where in (
+          ("Move", "conv2d, conv3d, attention"), ("Tran", "conv2d, conv3d, attention"),
+          ("Conc", "conv2d, conv3d, cdist"), ("Repl", "conv2d dynamic, cdist dynamic"), ("Resh", "attention, cdist"),
+          ("Cast", "attention FP16, cdist"), ("Mul", "attention, cdist"), ("Maxr", "attention FP32 (softmax)"),
+          ("Sub", "attention FP32 (softmax)"), ("Exp", "attention FP32 (softmax)"),
+          ("Sum", "attention FP32, cdist"), ("Div", "attention FP32 (softmax)"), ("Pow", "cdist"),
+          ("Slic", "cdist dynamic"), ("Max", "cdist (clamp)"), ("Sqrt", "cdist"))),
 )
 
 
 def _table(entries: Sequence[EngineEntry] = ENGINE_LAYER_TABLE) -> tuple[dict[str, str], dict[str, str]]:
-    tokens = {e.pattern: e.category for e in entries if not e.pattern.startswith("LayerType:")}
+    tokens = {e.pattern: e.category for e in entries if not e.pattern.startswith(("LayerType:", "Name:"))}
     types = {e.pattern.split(":", 1)[1].lower(): e.category for e in entries if e.pattern.startswith("LayerType:")}
     return tokens, types
 
@@ -281,6 +299,9 @@ def classify_engine_layer(name: str, layer_type: str = "", entries: Sequence[Eng
     tokens, types = _table(entries)
     match = _MYELIN.match(name)
     if match is None:
+        for entry in entries:  # a kernel named outside Myelin's scheme, by its name's start
+            if entry.pattern.startswith("Name:") and name.startswith(entry.pattern.split(":", 1)[1]):
+                return entry.category
         return types.get(layer_type.lower(), UNKNOWN)
     found = [tokens.get(t, UNKNOWN) for t in _TOKEN.findall(match.group("kernels"))]
     restricted = [c for c in found if c in _RESTRICTED]
