@@ -165,8 +165,11 @@ def capture(name: str, dtype_name: str, dynamic: bool, detailed: bool, python_ru
 def main() -> None:
     out_dir = Path(sys.argv[1])
     out_dir.mkdir(parents=True, exist_ok=True)
-    import tensorrt as trt
+    import importlib
+
     import torch_tensorrt  # first: on TensorRT-RTX it makes the name tensorrt importable
+
+    trt = importlib.import_module("tensorrt")  # only after torch_tensorrt
 
     provenance = {
         "command": "python3 .ci/capture_engine_layers.py OUT_DIR (on a CUDA host set up with shared/gpu-host)",
