@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_layer_audit import RecordedEngine
 
 from pytest_trtcap import unservable_layers
 
@@ -17,15 +18,6 @@ pytestmark = pytest.mark.usefixtures("tt")
 DATA = Path(__file__).parent / "data" / "engine_layers"
 CASES = sorted(p.stem for p in DATA.glob("*.json"))
 DETAILED = [c for c in CASES if "names_only" not in c]
-
-
-class RecordedEngine(torch.nn.Module):
-    def __init__(self, info: object) -> None:
-        super().__init__()
-        self.info = info
-
-    def get_layer_info(self) -> str:
-        return json.dumps(self.info)
 
 
 def captured(stem: str) -> torch.nn.Module:

@@ -91,16 +91,16 @@ class IsolationDrive:
 
     # --- what is held -------------------------------------------------------------------------------------------
 
-    def hold_builtins(self, list_all: bool = False, guards_before: Any = None) -> None:
-        """Hold Torch-TensorRT's registries and the guards' state from now on. ``guards_before``: the guards'
-        state before a change under way (the first change of this process)."""
+    def hold_builtins(self, list_all: bool = False) -> None:
+        """Hold Torch-TensorRT's registries and the guards' state from now on (called before the guards' first
+        change, so their state as it was is the baseline)."""
         if self.full:
             return
         self.full = True
         from .held_state import builtin_specs
 
         for spec in builtin_specs(list_all=list_all):
-            self.ledger.add(spec, guards_before if spec.label == "guards" else None)
+            self.ledger.add(spec)
 
     def hold(self, spec: StateSpec) -> None:
         self.ledger.add(spec)

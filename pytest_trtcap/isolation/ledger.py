@@ -152,12 +152,12 @@ class Ledger:
         self._live_key: tuple[int, int] | None = None
         self._live_specs: list[StateSpec] = []
 
-    def add(self, spec: StateSpec, baseline: Any = None) -> None:
-        """Hold ``spec`` from now on (``baseline``: its state before a change already under way)."""
+    def add(self, spec: StateSpec) -> None:
+        """Hold ``spec`` from now on, from its state now."""
         if all(s.label != spec.label for s in self.specs):
             self.specs.append(spec)
             if spec.available():
-                self.last[spec.label] = spec.snapshot() if baseline is None else baseline
+                self.last[spec.label] = spec.snapshot()
 
     def see_new(self) -> None:
         """Baseline the specs that became available (Torch-TensorRT was imported, wherever that happened)."""
@@ -277,10 +277,6 @@ class Ledger:
             key = tuple(id(u) for u in owners)
             by_owners.setdefault(key, Leak(owners, [])).lines.append(line)
         return list(by_owners.values())
-
-    def alive(self) -> bool:
-        """Whether any layer waits for a unit still alive."""
-        return any(self.layers.values())
 
 
 def _what(line: str) -> str:
