@@ -40,8 +40,8 @@ class OwnProperties:
         self._own: dict[int, tuple[str, Any]] = {}
         self._ran_here: set[str] = set()  # node ids of the tests this process ran
 
-    def ran_here(self, item: Any) -> None:
-        self._ran_here.add(item.nodeid)
+    def ran_here(self, nodeid: str) -> None:
+        self._ran_here.add(nodeid)
 
     def append(self, item: Any, key: str, value: Any) -> None:
         pair = (key, value)

@@ -74,14 +74,16 @@ class SessionPlugin:
         self.properties = OwnProperties()  # what this plugin attached to the reports
         self.unreported: list[str] = []  # project entries' errors no test could be failed with: for the summary
         self.current: pytest.Item | None = None  # the test being set up, run or torn down
+        self.current_id = ""  # its node id
+        self.gpu_skips = state.settings.needs_gpu.value == "skip"  # ``--trtcap-needs-gpu skip``
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Capability markers skip (the isolation drive holds the state around the test: ``isolation.drive``)."""
         if self.late_target_hook is not None:  # an xdist worker's: each test fails with it
             pytest.fail(self.late_target_hook, pytrace=False)
-        self.current = item
-        self.properties.ran_here(item)
+        self.current, self.current_id = item, item.nodeid
+        self.properties.ran_here(self.current_id)
         marks = _our_marks(item)
         problems = markers.bad_marker_usage(item, marks)  # added after collection (a collected one failed it)
         if problems:
@@ -104,7 +106,8 @@ class SessionPlugin:
         if item is None or interrupted or teardown_failed:
             self.unreported.extend(failures)
             failures = []
-        self.current = item if item is not None else self.current
+        if item is not None:
+            self.current, self.current_id = item, item.nodeid
         errors = []
         for leak in leaks:
             key = _leak_key(leak, item)
@@ -158,10 +161,10 @@ class SessionPlugin:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """First, so every reader (an xdist worker sending it on included) finds the plugin's entries on a report
         of the test this process runs: attached as it is logged, right after it was made."""
-        current = self.current
-        if current is not None and report.nodeid == current.nodeid:
-            attach(current, report)  # the plugin's entries, apart from the project's user_properties
-        self._count_needs_gpu(report)
+        if report.nodeid == self.current_id and self.current is not None:
+            attach(self.current, report)  # the plugin's entries, apart from the project's user_properties
+        if self.gpu_skips:
+            self._count_needs_gpu(report)
         if not getattr(report, ATTRIBUTE, None):  # most reports carry none of the plugin's entries
             return
         for key, value in self.properties.read(report, _SKIP_PROPERTY, *_LEAK_KINDS):
@@ -174,10 +177,11 @@ class SessionPlugin:
                 self.skips[report.nodeid] = value
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        self._count_needs_gpu(report)
+        if self.gpu_skips:
+            self._count_needs_gpu(report)
 
     def _count_needs_gpu(self, report: Any) -> None:
-        if report.skipped and self.state.settings.needs_gpu.value == "skip":
+        if report.skipped:
             from . import needs_gpu
 
             signature = needs_gpu.signature_of(report)

@@ -49,7 +49,7 @@ def test_a_report_made_before_any_pair_carries_none() -> None:
 
 def test_an_equal_pair_the_test_wrote_itself_is_not() -> None:
     own, item = OwnProperties(), _item()
-    own.ran_here(item)
+    own.ran_here(item.nodeid)
     item.user_properties.append((KEY, "forged"))  # what record_property(KEY, "forged") does
     assert list(own.read(_report(item, [(KEY, "forged")]), KEY)) == []
     assert list(own.read(_report(item), KEY)) == []

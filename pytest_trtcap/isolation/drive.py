@@ -44,7 +44,7 @@ def environment_spec() -> StateSpec:
         keys = [encode(name) for name in _ENVIRONMENT]
 
         def snapshot() -> tuple:
-            return tuple([data.get(key) for key in keys])
+            return tuple(map(data.get, keys))
     else:  # pragma: no cover - an interpreter whose os.environ keeps no such dict
         decode = str
 
@@ -72,6 +72,10 @@ def environment_spec() -> StateSpec:
     return StateSpec("environment", snapshot, restore, lambda snap: snapshot() != snap, describe)
 
 
+def _outside() -> Unit:
+    return Unit("outside any test or fixture", "outside", adopt=True)
+
+
 class IsolationDrive:
     """Per-config hooks: which unit runs now, its boundaries, and the leaks found, handed to ``deliver``."""
 
@@ -88,6 +92,7 @@ class IsolationDrive:
         self.ended_here: list[Unit] = []  # wider fixtures that ended in the current teardown
         self.full = False  # the built-in specs are held (Torch-TensorRT imported, or the guards changed)
         self.reported: set[str] = set()  # labels of the project's entries whose failure was reported
+        self.user_specs: list[StateSpec] = []  # the project's entries (``pytest_trtcap_isolated_state``)
 
     # --- what is held -------------------------------------------------------------------------------------------
 
@@ -104,6 +109,7 @@ class IsolationDrive:
 
     def hold(self, spec: StateSpec) -> None:
         self.ledger.add(spec)
+        self.user_specs.append(spec)
 
     def torch_tensorrt_imported(self, list_all: bool = False) -> None:
         self.hold_builtins(list_all)
@@ -111,22 +117,20 @@ class IsolationDrive:
 
     def take_failures(self) -> list[str]:
         """The errors of the project's entries that failed since the last call, each once."""
-        new = [spec for spec in self.ledger.specs if spec.failure and spec.label not in self.reported]
+        new = [spec for spec in self.user_specs if spec.failure and spec.label not in self.reported]
         self.reported.update(spec.label for spec in new)
         return [spec.failure for spec in new]
 
     # --- tests --------------------------------------------------------------------------------------------------
 
     def _owner(self) -> Unit:
-        if self.running:
-            return self.running[-1]
-        outside = Unit("outside any test or fixture", "outside", adopt=True)
-        self.running.append(outside)
-        return outside
+        if not self.running:
+            self.running.append(_outside())
+        return self.running[-1]
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, Any, Any]:
-        outside = self.running[0] if self.running else Unit("outside any test or fixture", "outside", adopt=True)
+        outside = self.running[0] if self.running else _outside()
         self.ledger.boundary(outside)
         self.found += self.ledger.end(outside)
         self.item, self.phase, self.done_added, self.ended_here = item, "setup", False, []

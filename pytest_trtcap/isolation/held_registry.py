@@ -66,7 +66,7 @@ def registry_snapshot() -> RegistrySnapshot:
 
 
 def registry_changed(snap: RegistrySnapshot) -> bool:
-    reg = _registry()
+    reg = sys.modules[REGISTRY_MODULE].DYNAMO_CONVERTERS  # (a module gone: the ledger asks which specs are live)
     if reg is not snap.registry:
         return True
     now = reg.registries
@@ -301,7 +301,7 @@ def settings_snapshot() -> SettingsSnapshot:
 
 def settings_changed(snap: SettingsSnapshot) -> bool:
     """Identity first, then C-level comparisons of the held object's fields and of each object's below it."""
-    reg = _registry()
+    reg = sys.modules[REGISTRY_MODULE].DYNAMO_CONVERTERS
     return (reg.compilation_settings is not snap.settings or reg.disallowed_targets != snap.disallowed_contents
             or (snap.values is not None and _fields_of(snap.settings) != snap.values)
             or any(_fields_of(obj) != fields for _, obj, fields in snap.nested))

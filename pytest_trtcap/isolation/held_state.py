@@ -124,7 +124,7 @@ def pass_manager_spec(manager: str, label: str, noun: str) -> StateSpec:
         return (pm(), pm().passes, list(pm().passes))
 
     def changed(snap: tuple[Any, list, list]) -> bool:
-        now = pm()
+        now = getattr(sys.modules[PASSES_MODULE], manager)
         return now is not snap[0] or now.passes is not snap[1] or now.passes != snap[2]
 
     def restore(snap: tuple[Any, list, list]) -> None:
