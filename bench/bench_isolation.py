@@ -15,8 +15,9 @@
   so the torch_tensorrt import, collection and the session's start and end are outside it. The whole process's
   wall time is reported beside it, for information.
 
-  Each suite is also run once a side under valgrind (where installed; not with ``--quick`` or ``--no-count``):
-  the CPU instructions the plugin adds to the whole run, a figure the machine's speed drift cannot move.
+  Each suite is also run once a side under callgrind (where valgrind and a C compiler are installed; not with
+  ``--quick`` or ``--no-count``): the CPU instructions of the span, counted from the first test body to the last,
+  a figure the machine's speed drift cannot move.
 
     python bench/bench_isolation.py [--quick] [--iterations N] [--tests N] [--runs N] [--shape NAME] [--no-count]
 """
@@ -193,24 +194,29 @@ def pytest_sessionfinish(session):
 
 #: Every test body appends ``perf_counter()`` to the module's ``SPAN`` and ``process_time()`` to its ``CPU``: the
 #: same statements on both sides, so the span from the first body to the last is measured identically with the
-#: plugin and without (the process's CPU time over it is less moved by other work on a shared machine).
-_HEAD = ("from time import perf_counter as _clock, process_time as _cpu\n\nimport pytest\n\n"
-         "SPAN = []\nCPU = []\n\n\n")
-_BODY = "    SPAN.append(_clock())\n    CPU.append(_cpu())\n"
+#: plugin and without (the process's CPU time over it is less moved by other work on a shared machine). Under
+#: callgrind (``TRTCAP_BENCH_COUNTER``: the library ``_span_counter`` builds) the first body starts the count of
+#: instructions and the last one stops it, so the span is counted exactly, apart from the rest of the process.
+_HEAD = ("import ctypes\nimport os\nfrom time import perf_counter as _clock, process_time as _cpu\n\nimport pytest\n\n"
+         "SPAN = []\nCPU = []\n_COUNTER = os.environ.get('TRTCAP_BENCH_COUNTER')\n"
+         "_MARK = ctypes.CDLL(_COUNTER).span_mark if _COUNTER else None\n_ENDS = {{1: 1, {n}: 0}}\n\n\n")
+_BODY = ("    SPAN.append(_clock())\n    CPU.append(_cpu())\n"
+         "    if _MARK is not None and len(SPAN) in _ENDS:\n        _MARK(_ENDS[len(SPAN)])\n")
 
 
 def _trivial(n: int) -> str:
-    return _HEAD + "".join(f"def test_{i:05d}():\n{_BODY}\n\n" for i in range(n))
+    return _HEAD.format(n=n) + "".join(f"def test_{i:05d}():\n{_BODY}\n\n" for i in range(n))
 
 
 def _parametrized(n: int) -> str:
-    return _HEAD + f"@pytest.mark.parametrize('a, b', [(i, -i) for i in range({n})])\ndef test_p(a, b):\n{_BODY}"
+    cases = f"[(i, -i) for i in range({n})]"
+    return _HEAD.format(n=n) + f"@pytest.mark.parametrize('a, b', {cases})\ndef test_p(a, b):\n{_BODY}"
 
 
 def _ten_fixtures(n: int) -> str:
     fixtures = "".join(f"@pytest.fixture\ndef f{j}():\n    return {j}\n\n\n" for j in range(10))
     names = ", ".join(f"f{j}" for j in range(10))
-    return _HEAD + fixtures + f"@pytest.mark.parametrize('i', range({n}))\ndef test_t(i, {names}):\n{_BODY}"
+    return _HEAD.format(n=n) + fixtures + f"@pytest.mark.parametrize('i', range({n}))\ndef test_t(i, {names}):\n{_BODY}"
 
 
 class Shape(NamedTuple):
@@ -237,19 +243,67 @@ SPAN = "span of the tests: first test body to last, in process, wall time"
 PROCESS = "whole process, wall time"
 
 
-def _counted(commands: dict[str, list[str]], workdir: str, env: dict[str, str], shape: Shape,
-             n_tests: int) -> Result:
-    """The same two commands, once each under valgrind with a fixed hash seed: the CPU instructions the plugin adds
-    to the whole run, which the machine's speed drift cannot move (two counts of one command agree to a few in a
-    million), checked against the same target."""
-    import bench_load_instructions as counting
+_COUNTER_SOURCE = """#include <valgrind/callgrind.h>
+void span_mark(int first) {
+    if (first) { CALLGRIND_ZERO_STATS; CALLGRIND_START_INSTRUMENTATION; }
+    else { CALLGRIND_STOP_INSTRUMENTATION; CALLGRIND_DUMP_STATS_AT("span"); }
+}
+"""
 
+
+def _span_counter(workdir: str) -> str | None:
+    """A shared library whose ``span_mark`` starts and stops callgrind's count, built with the C compiler; None
+    where valgrind, a compiler or valgrind's headers are missing."""
+    import shutil
+    import subprocess
+
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if shutil.which("valgrind") is None or compiler is None:
+        return None
+    source, library = os.path.join(workdir, "span_counter.c"), os.path.join(workdir, "span_counter.so")
+    with open(source, "w", encoding="utf-8") as f:
+        f.write(_COUNTER_SOURCE)
+    built = subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", library, source], capture_output=True)
+    return library if built.returncode == 0 else None
+
+
+def _span_instructions(cmd: list[str], workdir: str, env: dict[str, str], library: str) -> int:
+    """The instructions of the span of ``cmd``'s test bodies, counted by callgrind (started and stopped by the
+    first and the last body; the rest of the process runs uncounted)."""
+    import glob
+    import subprocess
+
+    out = os.path.join(workdir, "callgrind.out")
+    for old in glob.glob(out + "*"):
+        os.remove(old)
+    valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+    proc = subprocess.run(valgrind + cmd, cwd=workdir, env=dict(env, TRTCAP_BENCH_COUNTER=library),
+                          capture_output=True, text=True)
+    totals = []
+    for path in glob.glob(out + "*"):
+        with open(path, encoding="utf-8") as f:
+            totals += [int(line.split()[1]) for line in f if line.startswith("totals:")]
+    if proc.returncode != 0 or not any(totals):
+        raise RuntimeError(f"callgrind counted no span for {' '.join(cmd)}:\n{proc.stderr[-2000:]}")
+    return max(totals)
+
+
+def _counted(commands: dict[str, list[str]], workdir: str, env: dict[str, str], shape: Shape,
+             n_tests: int) -> Result | None:
+    """The span of the same two commands, once each under callgrind with a fixed hash seed: the CPU instructions
+    the plugin adds to the tests themselves, a figure the machine's speed drift cannot move (two counts of one
+    command agree to a few in a million), checked against the same target."""
+    library = _span_counter(workdir)
+    if library is None:
+        print("span in CPU instructions: left out (needs valgrind, its headers and a C compiler)")
+        return None
     seeded = dict(env, PYTHONHASHSEED="0")
-    counts = {side: counting.instructions(cmd, workdir, seeded) for side, cmd in commands.items()}
+    counts = {side: _span_instructions(cmd, workdir, seeded, library) for side, cmd in commands.items()}
     with_plugin, without = counts["plugin"] / 1e6, counts["no plugin"] / 1e6
-    label = shape.label.format(n=n_tests, measure="whole process, CPU instructions")
+    label = shape.label.format(n=n_tests, measure="span of the tests, CPU instructions")
     result = Result(f"{shape.name}_instructions", label, with_plugin, without, "M instructions", shape.target,
-                    detail={"runs": "1 each under valgrind (cachegrind, no cache simulation), PYTHONHASHSEED=0",
+                    detail={"runs": "1 each under callgrind, counting from the first test body to the last, "
+                                    "PYTHONHASHSEED=0",
                             "added": f"{with_plugin - without:.1f} M instructions, "
                                      f"{(with_plugin - without) * 1e6 / n_tests:.0f} a test"})
     print(result.line(), flush=True)
@@ -294,7 +348,7 @@ def _spans(probes: list[Probe], runs: int, n_tests: int,
 
 def suite(n_tests: int, runs: int, quick: bool, shape: str = "trivial", count: bool = False) -> list[Result]:
     """The shape's suite run with the plugin and without, interleaved: the span of its test bodies (checked) and
-    the whole process (for information); and, with ``count``, the whole process counted by valgrind."""
+    the whole process (for information); and, with ``count``, the span counted by callgrind."""
     make, name, label, target, _ = SHAPES[shape]
     banner(f"isolation in a suite ({shape}): {n_tests} tests, conftest imports torch_tensorrt, "
            f"{runs} run(s) each side, alternated")
@@ -345,14 +399,11 @@ def run(quick: bool = False, iterations: int = 0, tests: int = 0, runs: int = 0,
         shapes: list[str] | None = None) -> list[Result]:
     """``count``: also count each suite's two sides in CPU instructions, where valgrind is installed (not with
     ``quick``: under valgrind one run of 2,000 tests takes minutes)."""
-    import bench_load_instructions as counting
-
     iterations = iterations or (300 if quick else 5000)
     runs = runs or (1 if quick else RUNS)
-    count = count and not quick and counting.available()
+    count = count and not quick
     if not quick and not count:
-        print("suites in CPU instructions: left out (" + ("--no-count" if counting.available()
-                                                          else "valgrind is not installed") + ")")
+        print("suites in CPU instructions: left out (--no-count)")
     results = per_test(iterations, quick)
     for shape in shapes or list(SHAPES):
         if quick and shape != "trivial":  # each suite run imports torch_tensorrt (seconds); one shows the harness

@@ -76,22 +76,32 @@ def test_run_all_gives_each_plugin_load_figure_its_instruction_count():
 
 
 def test_a_suite_counted_in_instructions_is_its_own_row_judged_against_the_suites_target(monkeypatch):
-    """No rounds, so no noise: the count alone decides, for the shape's target (1.05, or 1.10 with ten fixtures)."""
+    """No rounds, so no noise: the count of the span alone decides, for the shape's target (1.05, or 1.10 with ten
+    fixtures)."""
     import bench_isolation
-    import bench_load_instructions
 
     counts = {"plugin": 1040e6, "no plugin": 1000e6}
-    monkeypatch.setattr(bench_load_instructions, "instructions", lambda cmd, cwd, env: counts[cmd[0]])
+    monkeypatch.setattr(bench_isolation, "_span_counter", lambda workdir: "counter.so")
+    monkeypatch.setattr(bench_isolation, "_span_instructions", lambda cmd, cwd, env, library: counts[cmd[0]])
     commands = {"plugin": ["plugin"], "no plugin": ["no plugin"]}
     row = bench_isolation._counted(commands, ".", {}, bench_isolation.SHAPES["parametrized"], 2000)
     assert (row.name, row.unit, row.target) == ("suite_parametrized_instructions", "M instructions", 1.05)
     assert row.ratio == pytest.approx(1.04) and row.outcome == "met"
-    assert "(whole process, CPU instructions)" in row.what and "wall" not in row.what
+    assert "(span of the tests, CPU instructions)" in row.what and "wall" not in row.what
     assert row.detail["added"] == "40.0 M instructions, 20000 a test"
     counts["plugin"] = 1060e6
     assert bench_isolation._counted(commands, ".", {}, bench_isolation.SHAPES["trivial"], 2000).outcome == "MISSED"
     ten = bench_isolation._counted(commands, ".", {}, bench_isolation.SHAPES["ten fixtures"], 2000)
     assert ten.outcome == "met"  # 1.06 against 1.10
+
+
+def test_without_valgrind_or_a_compiler_the_span_count_is_left_out_saying_so(monkeypatch, capsys):
+    import bench_isolation
+
+    monkeypatch.setattr(bench_isolation, "_span_counter", lambda workdir: None)
+    commands = {"plugin": ["plugin"], "no plugin": ["no plugin"]}
+    assert bench_isolation._counted(commands, ".", {}, bench_isolation.SHAPES["trivial"], 2000) is None
+    assert "span in CPU instructions: left out" in capsys.readouterr().out
 
 
 def test_each_sides_span_is_read_from_its_own_runs_after_the_warm_up_and_a_wrong_run_is_a_problem(tmp_path):
