@@ -19,7 +19,7 @@ import trtcap_guards as guards
 
 from . import markers
 from .escaping import one_line
-from .isolation.leaks import report_leak
+from .isolation import report_leak
 from .report import ATTRIBUTE, OwnProperties, attach, summary_lines
 
 if TYPE_CHECKING:

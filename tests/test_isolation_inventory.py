@@ -9,10 +9,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import isolation_inventory as inventory
 import pytest
 from state_scan import Mutation, scan
 
-from pytest_trtcap.isolation import held_state, inventory
+from pytest_trtcap.isolation import held_state
 from pytest_trtcap.isolation.drive import environment_spec
 
 PLUGIN_DOC = (Path(__file__).parent.parent / "docs" / "plugin.md").read_text(encoding="utf-8")
@@ -34,7 +35,7 @@ def installed() -> list[Mutation]:
 
 def test_every_registry_the_installed_package_mutates_is_in_the_inventory(installed: list[Mutation]) -> None:
     assert _uncovered(installed) == [], ("held by isolation or listed with a reason in "
-                                         "pytest_trtcap/isolation/inventory.py")
+                                         "tests/isolation_inventory.py")
 
 
 @pytest.mark.parametrize("module, name", [
@@ -148,4 +149,4 @@ def test_the_plugin_docs_list_exactly_the_inventory() -> None:
     end = PLUGIN_DOC.index("<!-- isolation-inventory:end -->")
     assert PLUGIN_DOC[start:end].strip().splitlines() == inventory.readme_lines(), (
         "docs/plugin.md out of step; paste what this prints: "
-        "python -c \"from pytest_trtcap.isolation.inventory import readme_lines; print(chr(10).join(readme_lines()))\"")
+        "python tests/isolation_inventory.py")

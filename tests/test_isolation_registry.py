@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from pytest_trtcap.isolation import compare, held_registry
+from pytest_trtcap.isolation import held_registry, held_state
 
 # registry_guard puts the registry back whatever happens; the plugin's own isolation would hide a failed restore
 pytestmark = [pytest.mark.trtcap_no_isolation, pytest.mark.usefixtures("registry_guard")]
@@ -68,15 +68,15 @@ def settings_kept(converter_registry, monkeypatch):
 
 def test_disallowed_targets_edited_behind_the_settings_back_are_named_and_restored(settings_kept) -> None:
     converter_registry = settings_kept
-    snap = held_registry.settings_snapshot()
+    snap = held_state.settings_snapshot()
     held = converter_registry.disallowed_targets
-    assert not held_registry.settings_changed(snap)
+    assert not held_state.settings_changed(snap)
     converter_registry.disallowed_targets = set(held) | {"aten.mm.default"}
-    assert held_registry.settings_changed(snap)
-    assert held_registry.settings_describe(snap) == ["disallowed_targets: aten.mm.default added"]
-    held_registry.settings_restore(snap)
+    assert held_state.settings_changed(snap)
+    assert held_state.settings_describe(snap) == ["disallowed_targets: aten.mm.default added"]
+    held_state.settings_restore(snap)
     assert converter_registry.disallowed_targets is held
-    assert not held_registry.settings_changed(snap)
+    assert not held_state.settings_changed(snap)
 
 
 def test_new_compilation_settings_are_restored_silently(settings_kept) -> None:
@@ -85,12 +85,12 @@ def test_new_compilation_settings_are_restored_silently(settings_kept) -> None:
     from torch_tensorrt.dynamo import CompilationSettings
 
     converter_registry = settings_kept
-    snap = held_registry.settings_snapshot()
+    snap = held_state.settings_snapshot()
     before, held = converter_registry.compilation_settings, converter_registry.disallowed_targets
     converter_registry.set_compilation_settings(CompilationSettings(torch_executed_ops={"aten.relu.default"}))
-    assert held_registry.settings_changed(snap)
-    assert held_registry.settings_describe(snap) == []
-    held_registry.settings_restore(snap)
+    assert held_state.settings_changed(snap)
+    assert held_state.settings_describe(snap) == []
+    held_state.settings_restore(snap)
     assert converter_registry.compilation_settings is before and converter_registry.disallowed_targets is held
 
 
@@ -102,15 +102,15 @@ def test_a_field_of_an_object_inside_the_settings_edited_in_place_is_named_and_p
     converter_registry.set_compilation_settings(CompilationSettings())
     device = converter_registry.compilation_settings.device
     before = device.gpu_id
-    snap = held_registry.settings_snapshot()
-    assert not held_registry.settings_changed(snap)
+    snap = held_state.settings_snapshot()
+    assert not held_state.settings_changed(snap)
     device.gpu_id = before + 3
-    assert held_registry.settings_changed(snap)
-    assert held_registry.settings_describe(snap) == [
+    assert held_state.settings_changed(snap)
+    assert held_state.settings_describe(snap) == [
         f"compilation_settings.device.gpu_id changed: {before + 3}, was {before}"]
-    held_registry.settings_restore(snap)
+    held_state.settings_restore(snap)
     assert converter_registry.compilation_settings.device is device and device.gpu_id == before
-    assert not held_registry.settings_changed(snap)
+    assert not held_state.settings_changed(snap)
 
 
 def test_a_rebound_registry_name_is_named_and_pointed_back_at_the_registry(converter_registry) -> None:
@@ -172,33 +172,33 @@ def _in_place_edits(live: dict) -> list:
 def _each_in_place_edit_is_seen(live: dict, copy: dict, seen: list) -> None:
     for edit, undo in _in_place_edits(live):
         edit()
-        assert not compare.same_dict(live, copy, seen), edit
-        assert not compare.same_dict(live, copy, seen), edit  # still, on a second look
+        assert not held_registry.same_dict(live, copy, seen), edit
+        assert not held_registry.same_dict(live, copy, seen), edit  # still, on a second look
         undo()
-        assert compare.same_dict(live, copy, seen), undo
+        assert held_registry.same_dict(live, copy, seen), undo
 
 
 @pytest.mark.skipif(sys.implementation.name != "cpython" or sys.version_info >= (3, 14),
                     reason="a dict's version (PEP 509) is kept by CPython 3.10 to 3.13 only")
 def test_a_held_dict_found_equal_is_not_walked_again_until_it_changes() -> None:
     live, copy, seen = _table()
-    assert compare.same_dict(live, copy, seen) and copy.compared == 1
+    assert held_registry.same_dict(live, copy, seen) and copy.compared == 1
     for _ in range(3):
-        assert compare.same_dict(live, copy, seen)
+        assert held_registry.same_dict(live, copy, seen)
     assert copy.compared == 1
     live["k2"] = live["k2"]  # the same object put back: no change
-    assert compare.same_dict(live, copy, seen) and copy.compared == 1
+    assert held_registry.same_dict(live, copy, seen) and copy.compared == 1
     live["candidates"][1] = object()  # a list inside, edited in place: seen without a full comparison
-    assert not compare.same_dict(live, copy, seen) and copy.compared == 1
+    assert not held_registry.same_dict(live, copy, seen) and copy.compared == 1
     _each_in_place_edit_is_seen(*_table())
 
 
 def test_each_in_place_edit_of_a_held_dict_is_seen_where_no_version_can_be_read(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(compare, "_version_offset", lambda: None)
+    monkeypatch.setattr(held_registry, "_version_offset", lambda: None)
     live, copy, seen = _table()
-    assert compare.same_dict(live, copy, seen)
-    assert compare.same_dict(live, copy, seen) and copy.compared == 2
+    assert held_registry.same_dict(live, copy, seen)
+    assert held_registry.same_dict(live, copy, seen) and copy.compared == 2
     _each_in_place_edit_is_seen(live, copy, seen)
 
 

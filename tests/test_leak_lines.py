@@ -1,12 +1,11 @@
-"""How a leak is named and reported (``pytest_trtcap.isolation.leaks``). The leaks themselves, found around real tests,
+"""How a leak is named and reported (``pytest_trtcap.isolation``). The leaks themselves, found around real tests,
 fixtures and set-up methods, are tested through pytester with the isolation."""
 
 import warnings
 
 import pytest
 
-from pytest_trtcap.isolation import TrtcapLeakError, TrtcapLeakWarning
-from pytest_trtcap.isolation.leaks import fixture_subject, report_leak
+from pytest_trtcap.isolation import TrtcapLeakError, TrtcapLeakWarning, fixture_subject, report_leak
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from ..options import NO_ISOLATION, SPECS
-from .leaks import fixture_subject
+from . import fixture_subject
 from .ledger import Leak, Ledger, StateSpec, Unit
 
 _ENVIRONMENT = tuple(spec.env for spec in SPECS)

@@ -1,21 +1,152 @@
-"""The converter registry as isolation holds it: its list of registry dicts, each dict, each target's candidates,
-and its compilation settings and ``disallowed_targets``, compared by value and restored in place.
+"""The converter registry as isolation holds it (its list of registry dicts, each dict, each target's candidates;
+its settings are ``held_state``'s), and how any held list or dict is compared with its copy, named,
+and has one change taken out: by identity, so a candidate converter or a table entry is the very object that was
+there. Nothing here imports torch_tensorrt; a spec is active only while its module is loaded.
 
-Split from ``held_state`` (which lists every held spec); the comparisons by identity it shares with the other held
-collections are in ``compare``. Nothing here imports torch_tensorrt. The registry is found where the guards find it
-(``trtcap_guards.live_registry``); a spec is active only while its module is loaded.
+A dict found equal to its copy is not walked again while its CPython version (PEP 509) stays: where a version can be
+read (CPython 3.10 to 3.13, checked by probing a dict of our own), a clean check reads it instead of comparing every
+entry; elsewhere every check compares in full.
 """
 
 from __future__ import annotations
 
+import functools
 import operator
+import re
 import sys
 from collections import Counter
 from typing import Any, NamedTuple
 
 from trtcap_guards.tooling import REGISTRY_MODULE, loaded_converter_registry
 
-from .compare import Seen, name_of, plural, revert_list, same_dict, without_addresses
+_ADDRESS = re.compile(r" (object )?at 0x[0-9a-fA-F]+")
+
+
+def without_addresses(text: str) -> str:
+    """``text`` with every memory address taken out: a leak line must read the same from run to run."""
+    return _ADDRESS.sub("", text)
+
+
+def name_of(target: Any) -> str:
+    """``aten.mm.default``; a Python function by ``module.name`` (``operator.add``, ``torch.sym_min``), never by a
+    ``repr`` holding a memory address that changes from run to run."""
+    from trtcap_guards.tooling import target_name_of
+
+    text = target_name_of(target)
+    qualname = getattr(target, "__qualname__", None)
+    if text.startswith("<") and isinstance(qualname, str):
+        module = getattr(target, "__module__", None)
+        return f"{module.lstrip('_')}.{qualname}" if isinstance(module, str) else qualname
+    return without_addresses(text)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def multiset_missing(items: list, other: list) -> list[tuple[int, Any]]:
+    """(index, item) of ``items`` with no identical partner left in ``other`` (counted, so duplicates show)."""
+    left = Counter(id(x) for x in other)
+    out = []
+    for i, x in enumerate(items):
+        if left[id(x)]:
+            left[id(x)] -= 1
+        else:
+            out.append((i, x))
+    return out
+
+
+class ListRevert(NamedTuple):
+    """What ``revert_list`` did: (index, item) taken out (its index in ``after``), put back (in ``before``)."""
+
+    taken_out: list[tuple[int, Any]]
+    put_back: list[tuple[int, Any]]
+
+
+def revert_list(live: list, before: list, after: list) -> ListRevert:
+    """Take the change ``before`` -> ``after`` out of ``live`` in place, by identity: each item it added that is
+    still there is removed; each item it removed that nobody put back is re-inserted at its old index (clamped).
+    What a later change did to the list stays as it is."""
+    taken, back = [], []
+    for i, item in multiset_missing(after, before):
+        j = next((k for k, x in enumerate(live) if x is item), None)
+        if j is not None:
+            del live[j]
+            taken.append((i, item))
+    for i, item in multiset_missing(before, after):
+        if not any(x is item for x in live):
+            live.insert(min(i, len(live)), item)
+            back.append((i, item))
+    return ListRevert(taken, back)
+
+
+# --- a held dict found unchanged without walking it ---------------------------------------------------------
+
+
+@functools.cache
+def _version_offset() -> int | None:
+    """Where a dict keeps its version (PEP 509: CPython 3.10 to 3.13 move it at every change of that dict), or None
+    where this interpreter keeps none that does: checked on a dict of our own, each kind of change must move it."""
+    if sys.implementation.name != "cpython" or sys.version_info >= (3, 14):
+        return None
+    import ctypes
+
+    used_at = object.__basicsize__  # ma_used, then ma_version_tag
+    offset = used_at + ctypes.sizeof(ctypes.c_ssize_t)
+    d: dict = {}
+    seen = [ctypes.c_uint64.from_address(id(d) + offset).value]
+    changes = (lambda: d.__setitem__("a", 1), lambda: d.__setitem__("a", 2), lambda: d.update(b=[]),
+               lambda: d.setdefault("c", 3), lambda: d.pop("c"), lambda: d.__delitem__("b"), lambda: d.popitem(),
+               lambda: d.update(x=1, y=2), lambda: d.clear())
+    for change in changes:
+        change()
+        version = ctypes.c_uint64.from_address(id(d) + offset).value
+        if version in seen or ctypes.c_ssize_t.from_address(id(d) + used_at).value != len(d):
+            return None
+        seen.append(version)
+    return offset
+
+
+def version_view(d: Any) -> Any:
+    """A live view of ``d``'s version (a plain dict), or None where there is none to read."""
+    offset = _version_offset()
+    if offset is None or type(d) is not dict:
+        return None
+    import ctypes
+
+    return ctypes.c_uint64.from_address(id(d) + offset)
+
+
+class Seen(NamedTuple):
+    """A held dict as last found equal to its copy: its version then, and the values that are not the copy's very
+    objects, beside the copy's (a registry's lists of candidates, which can be edited in place)."""
+
+    held: dict  # kept alive with the view of its version
+    version_now: Any
+    version: int
+    values: tuple
+    copies: tuple
+
+
+def same_dict(d: dict, copy: dict, seen: list[Seen | None]) -> bool:
+    """``d == copy``. Where ``d`` kept the version it had when last found so (``seen[0]``), only its values that are
+    not the copy's objects are compared: a clean test pays no walk of a table, only of the lists in a registry."""
+    last = seen[0]
+    if last is not None:
+        held, version_now, version, values, copies = last
+        if held is d and version_now.value == version:
+            return values == copies
+    view = version_view(d)
+    version = view.value if view is not None else 0  # read before comparing: a change meanwhile moves it past this
+    if d != copy:
+        return False
+    if view is not None:
+        pairs = [(value, copy[key]) for key, value in d.items() if value is not copy[key]]
+        seen[0] = Seen(d, view, version, tuple(value for value, _ in pairs), tuple(held for _, held in pairs))
+    return True
+
+
+# --- the converter registry ----------------------------------------------------------------------------------
 
 _ABSENT = object()  # a target not in a registry dict
 
@@ -50,15 +181,15 @@ class RegistrySnapshot(NamedTuple):
 _VERSION = operator.attrgetter("value")
 
 
-def _registry() -> Any:
-    registry = loaded_converter_registry()
-    if registry is None:  # the specs' ``available`` says so first; reaching here unloaded is a bug of ours
+def registry() -> Any:
+    found = loaded_converter_registry()
+    if found is None:  # the specs' ``available`` says so first; reaching here unloaded is a bug of ours
         raise LookupError(f"{REGISTRY_MODULE}.DYNAMO_CONVERTERS is not loaded")
-    return registry
+    return found
 
 
 def registry_snapshot() -> RegistrySnapshot:
-    reg = _registry()
+    reg = registry()
     dicts = tuple((d, dict(d), {k: list(v) if isinstance(v, list) else v for k, v in d.items()})
                   for d in reg.registries if isinstance(d, dict))
     return RegistrySnapshot(reg, reg.registries, list(reg.registries), list(reg.registry_names),
@@ -228,7 +359,7 @@ def _registry_name(snap: RegistrySnapshot, d: dict) -> str:
 
 
 def registry_describe(snap: RegistrySnapshot, list_all: bool = False) -> list[str]:
-    if _registry() is not snap.registry:
+    if registry() is not snap.registry:
         return [f"{REGISTRY_MODULE.rpartition('.')[2]}.DYNAMO_CONVERTERS rebound"]
     reg = snap.registry
     out: list[str] = []
@@ -244,139 +375,3 @@ def registry_describe(snap: RegistrySnapshot, list_all: bool = False) -> list[st
     for d, _, contents in snap.dicts:
         out += _registry_lines(_registry_name(snap, d), _dict_changes(d, contents), list_all)
     return sorted(out) or ["DYNAMO_CONVERTERS.registries reordered"]
-
-
-# --- the registry's compilation settings and disallowed targets ------------------------------------------
-
-
-def _copy_collection(value: Any) -> Any:
-    if isinstance(value, (set, frozenset)):
-        return set(value)
-    if isinstance(value, dict):
-        return dict(value)
-    return list(value) if isinstance(value, list) else value
-
-
-class SettingsSnapshot(NamedTuple):
-    """The settings object by identity and by value all the way down (its fields, collections copied, and the fields
-    of every object it holds, such as ``device``: an edit in place of what the validators and the audit read is a
-    change), and ``disallowed_targets`` by identity and value."""
-
-    settings: Any
-    values: dict[str, Any] | None  # None: the settings hold no fields (None before the first compile)
-    disallowed: Any
-    disallowed_contents: Any
-    nested: tuple[tuple[str, Any, dict[str, Any]], ...]  # (path, object, its fields) of each object held below
-
-
-def _fields_of(settings: Any) -> dict[str, Any] | None:
-    return getattr(settings, "__dict__", None) if settings is not None else None
-
-
-def _held_objects(path: str, value: Any, depth: int = 0) -> list[tuple[str, Any, dict[str, Any]]]:
-    """Every plain object reachable from ``value`` through fields, lists, tuples and dict values, with a copy of its
-    fields: classes, functions and modules are held by identity only."""
-    if depth > 4:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [found for item in value for found in _held_objects(path, item, depth + 1)]
-    if isinstance(value, dict):
-        return [found for k, v in value.items() for found in _held_objects(f"{path}[{k!r}]", v, depth + 1)]
-    fields = getattr(value, "__dict__", None)
-    if not isinstance(fields, dict) or isinstance(value, type) or callable(value) or hasattr(value, "__spec__"):
-        return []
-    out = [(path, value, {k: _copy_collection(v) for k, v in fields.items()})]
-    return out + [found for k, v in fields.items() for found in _held_objects(f"{path}.{k}", v, depth + 1)]
-
-
-def settings_snapshot() -> SettingsSnapshot:
-    reg = _registry()
-    fields = _fields_of(reg.compilation_settings)
-    values = None if fields is None else {k: _copy_collection(v) for k, v in fields.items()}
-    nested = () if fields is None else tuple(
-        found for k, v in fields.items() for found in _held_objects(f"compilation_settings.{k}", v))
-    return SettingsSnapshot(reg.compilation_settings, values, reg.disallowed_targets,
-                            _copy_collection(reg.disallowed_targets), nested)
-
-
-def settings_changed(snap: SettingsSnapshot) -> bool:
-    """Identity first, then C-level comparisons of the held object's fields and of each object's below it."""
-    reg = sys.modules[REGISTRY_MODULE].DYNAMO_CONVERTERS
-    return (reg.compilation_settings is not snap.settings or reg.disallowed_targets != snap.disallowed_contents
-            or (snap.values is not None and _fields_of(snap.settings) != snap.values)
-            or any(_fields_of(obj) != fields for _, obj, fields in snap.nested))
-
-
-def _restore_collection(held: Any, contents: Any) -> bool:
-    """Put ``contents`` back into the collection ``held`` in place; False when ``held`` is no such collection."""
-    if (isinstance(held, set) and isinstance(contents, (set, frozenset))) or (
-            isinstance(held, dict) and isinstance(contents, dict)):
-        held.clear()
-        held.update(contents)
-    elif isinstance(held, list) and isinstance(contents, list):
-        held[:] = contents
-    else:
-        return False
-    return True
-
-
-def _restore_fields(settings: Any, values: dict[str, Any]) -> None:
-    """Each field that differs is put back, a collection in place (``disallowed_targets`` may be that very set)."""
-    fields = _fields_of(settings)
-    if fields is None:  # not a dataclass any more: nothing to put back field by field
-        return
-    for key in [k for k in fields if k not in values]:
-        del fields[key]
-    for key, value in values.items():
-        now = fields.get(key)
-        if (key not in fields or now != value) and not _restore_collection(now, value):
-            fields[key] = _copy_collection(value)
-
-
-def settings_restore(snap: SettingsSnapshot) -> None:
-    reg = _registry()
-    if snap.values is not None and _fields_of(snap.settings) != snap.values:
-        _restore_fields(snap.settings, snap.values)
-    for _, obj, fields in snap.nested:
-        if _fields_of(obj) != fields:
-            _restore_fields(obj, fields)
-    _restore_collection(snap.disallowed, snap.disallowed_contents)
-    reg.compilation_settings, reg.disallowed_targets = snap.settings, snap.disallowed
-
-
-def _shown(value: Any) -> str:
-    from ..hook_results import shown
-
-    return without_addresses(shown(value, 80))
-
-
-def _field_changes(snap: SettingsSnapshot) -> list[str]:
-    out = _object_changes("compilation_settings", snap.settings, snap.values, snap.disallowed)
-    for path, obj, fields in snap.nested:
-        out += _object_changes(path, obj, fields, snap.disallowed)
-    return sorted(out)
-
-
-def _object_changes(path: str, obj: Any, before: dict[str, Any] | None, disallowed: Any) -> list[str]:
-    now = _fields_of(obj)
-    if before is None or now is None or now == before:
-        return []
-    out = [f"{path}.{k} added" for k in now.keys() - before.keys()]
-    out += [f"{path}.{k} removed" for k in before.keys() - now.keys()]
-    out += [f"{path}.{k} changed: {_shown(now[k])}, was {_shown(before[k])}"
-            for k in now.keys() & before.keys()
-            if now[k] != before[k] and now[k] is not disallowed]  # that set is named as disallowed_targets
-    return out
-
-
-def settings_describe(snap: SettingsSnapshot) -> list[str]:
-    """A new settings object is restored silently (every compile sets one, and its disallowed targets from it); an
-    edit of the held object's fields is named, and so is ``disallowed_targets`` edited behind the settings' back."""
-    reg = _registry()
-    out = _field_changes(snap)
-    if reg.compilation_settings is not snap.settings:
-        return out
-    now, before = set(reg.disallowed_targets or ()), set(snap.disallowed_contents or ())
-    out += sorted([f"disallowed_targets: {name_of(t)} added" for t in now - before]
-                  + [f"disallowed_targets: {name_of(t)} removed" for t in before - now])
-    return out

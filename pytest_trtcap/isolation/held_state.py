@@ -3,7 +3,8 @@
 Every spec compares by value against an immutable copy (one C-level equality on a clean test) and restores in
 place: Torch-TensorRT's modules and the suite's tests imported these objects by name, so rebinding them would
 leave every other holder on the changed object. Nothing here imports torch_tensorrt: a spec is active only once
-its module is in ``sys.modules``. ``inventory`` says which spec holds what, and why the rest is not.
+its module is in ``sys.modules``. The project's inventory (``tests/isolation_inventory.py``) says which spec holds
+what, and why the rest is not.
 """
 
 from __future__ import annotations
@@ -12,14 +13,21 @@ import dataclasses
 import functools
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from trtcap_guards import restore_state, state_snapshot
 from trtcap_guards.tooling import INTERPRETER_MODULE, POPULATE, describe_changes, is_builder_wrapper
 
 from . import held_registry as reg
-from .compare import multiset_missing, name_of, revert_list, same_dict
-from .held_registry import REGISTRY_MODULE
+from .held_registry import (
+    REGISTRY_MODULE,
+    multiset_missing,
+    name_of,
+    registry,
+    revert_list,
+    same_dict,
+    without_addresses,
+)
 from .ledger import StateSpec
 
 ATOMIC_MODULE = "torch_tensorrt.dynamo.partitioning._atomic_subgraphs"
@@ -217,6 +225,142 @@ def _revert_table(live: dict, before: dict, after: dict) -> tuple[dict, dict]:
     return left, was
 
 
+# --- the registry's compilation settings and disallowed targets ------------------------------------------
+
+
+def _copy_collection(value: Any) -> Any:
+    if isinstance(value, (set, frozenset)):
+        return set(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return list(value) if isinstance(value, list) else value
+
+
+class SettingsSnapshot(NamedTuple):
+    """The settings object by identity and by value all the way down (its fields, collections copied, and the fields
+    of every object it holds, such as ``device``: an edit in place of what the validators and the audit read is a
+    change), and ``disallowed_targets`` by identity and value."""
+
+    settings: Any
+    values: dict[str, Any] | None  # None: the settings hold no fields (None before the first compile)
+    disallowed: Any
+    disallowed_contents: Any
+    nested: tuple[tuple[str, Any, dict[str, Any]], ...]  # (path, object, its fields) of each object held below
+
+
+def _fields_of(settings: Any) -> dict[str, Any] | None:
+    return getattr(settings, "__dict__", None) if settings is not None else None
+
+
+def _held_objects(path: str, value: Any, depth: int = 0) -> list[tuple[str, Any, dict[str, Any]]]:
+    """Every plain object reachable from ``value`` through fields, lists, tuples and dict values, with a copy of its
+    fields: classes, functions and modules are held by identity only."""
+    if depth > 4:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [found for item in value for found in _held_objects(path, item, depth + 1)]
+    if isinstance(value, dict):
+        return [found for k, v in value.items() for found in _held_objects(f"{path}[{k!r}]", v, depth + 1)]
+    fields = getattr(value, "__dict__", None)
+    if not isinstance(fields, dict) or isinstance(value, type) or callable(value) or hasattr(value, "__spec__"):
+        return []
+    out = [(path, value, {k: _copy_collection(v) for k, v in fields.items()})]
+    return out + [found for k, v in fields.items() for found in _held_objects(f"{path}.{k}", v, depth + 1)]
+
+
+def settings_snapshot() -> SettingsSnapshot:
+    reg = registry()
+    fields = _fields_of(reg.compilation_settings)
+    values = None if fields is None else {k: _copy_collection(v) for k, v in fields.items()}
+    nested = () if fields is None else tuple(
+        found for k, v in fields.items() for found in _held_objects(f"compilation_settings.{k}", v))
+    return SettingsSnapshot(reg.compilation_settings, values, reg.disallowed_targets,
+                            _copy_collection(reg.disallowed_targets), nested)
+
+
+def settings_changed(snap: SettingsSnapshot) -> bool:
+    """Identity first, then C-level comparisons of the held object's fields and of each object's below it."""
+    reg = sys.modules[REGISTRY_MODULE].DYNAMO_CONVERTERS
+    return (reg.compilation_settings is not snap.settings or reg.disallowed_targets != snap.disallowed_contents
+            or (snap.values is not None and _fields_of(snap.settings) != snap.values)
+            or any(_fields_of(obj) != fields for _, obj, fields in snap.nested))
+
+
+def _restore_collection(held: Any, contents: Any) -> bool:
+    """Put ``contents`` back into the collection ``held`` in place; False when ``held`` is no such collection."""
+    if (isinstance(held, set) and isinstance(contents, (set, frozenset))) or (
+            isinstance(held, dict) and isinstance(contents, dict)):
+        held.clear()
+        held.update(contents)
+    elif isinstance(held, list) and isinstance(contents, list):
+        held[:] = contents
+    else:
+        return False
+    return True
+
+
+def _restore_fields(settings: Any, values: dict[str, Any]) -> None:
+    """Each field that differs is put back, a collection in place (``disallowed_targets`` may be that very set)."""
+    fields = _fields_of(settings)
+    if fields is None:  # not a dataclass any more: nothing to put back field by field
+        return
+    for key in [k for k in fields if k not in values]:
+        del fields[key]
+    for key, value in values.items():
+        now = fields.get(key)
+        if (key not in fields or now != value) and not _restore_collection(now, value):
+            fields[key] = _copy_collection(value)
+
+
+def settings_restore(snap: SettingsSnapshot) -> None:
+    reg = registry()
+    if snap.values is not None and _fields_of(snap.settings) != snap.values:
+        _restore_fields(snap.settings, snap.values)
+    for _, obj, fields in snap.nested:
+        if _fields_of(obj) != fields:
+            _restore_fields(obj, fields)
+    _restore_collection(snap.disallowed, snap.disallowed_contents)
+    reg.compilation_settings, reg.disallowed_targets = snap.settings, snap.disallowed
+
+
+def _shown(value: Any) -> str:
+    from ..hook_results import shown
+
+    return without_addresses(shown(value, 80))
+
+
+def _field_changes(snap: SettingsSnapshot) -> list[str]:
+    out = _object_changes("compilation_settings", snap.settings, snap.values, snap.disallowed)
+    for path, obj, fields in snap.nested:
+        out += _object_changes(path, obj, fields, snap.disallowed)
+    return sorted(out)
+
+
+def _object_changes(path: str, obj: Any, before: dict[str, Any] | None, disallowed: Any) -> list[str]:
+    now = _fields_of(obj)
+    if before is None or now is None or now == before:
+        return []
+    out = [f"{path}.{k} added" for k in now.keys() - before.keys()]
+    out += [f"{path}.{k} removed" for k in before.keys() - now.keys()]
+    out += [f"{path}.{k} changed: {_shown(now[k])}, was {_shown(before[k])}"
+            for k in now.keys() & before.keys()
+            if now[k] != before[k] and now[k] is not disallowed]  # that set is named as disallowed_targets
+    return out
+
+
+def settings_describe(snap: SettingsSnapshot) -> list[str]:
+    """A new settings object is restored silently (every compile sets one, and its disallowed targets from it); an
+    edit of the held object's fields is named, and so is ``disallowed_targets`` edited behind the settings' back."""
+    reg = registry()
+    out = _field_changes(snap)
+    if reg.compilation_settings is not snap.settings:
+        return out
+    now, before = set(reg.disallowed_targets or ()), set(snap.disallowed_contents or ())
+    out += sorted([f"disallowed_targets: {name_of(t)} added" for t in now - before]
+                  + [f"disallowed_targets: {name_of(t)} removed" for t in before - now])
+    return out
+
+
 # --- the guards' own state --------------------------------------------------------------------------------------
 
 
@@ -289,7 +433,7 @@ def _builder_describe(snap: Any) -> list[str]:
 
 
 def builtin_specs(list_all: bool = False) -> list[StateSpec]:
-    """One spec per held piece of state; labels are the ones ``inventory`` refers to. ``list_all``
+    """One spec per held piece of state; labels are the ones the inventory refers to. ``list_all``
     (``-v``): a leak line names every changed converter target, not the first few of each registry."""
     return [
         StateSpec("converter registry", reg.registry_snapshot, reg.registry_restore, reg.registry_changed,
@@ -297,8 +441,8 @@ def builtin_specs(list_all: bool = False) -> list[StateSpec]:
                   revert=functools.partial(reg.registry_revert, list_all=list_all)),
         StateSpec("builder wrapper", _builder_snapshot, _builder_restore, _builder_changed, _builder_describe,
                   available=lambda: hasattr(sys.modules.get(INTERPRETER_MODULE), "TRTInterpreter")),
-        StateSpec("converter registry settings", reg.settings_snapshot, reg.settings_restore,
-                  reg.settings_changed, reg.settings_describe, available=_loaded(REGISTRY_MODULE)),
+        StateSpec("converter registry settings", settings_snapshot, settings_restore,
+                  settings_changed, settings_describe, available=_loaded(REGISTRY_MODULE)),
         StateSpec("ATOMIC_SUBGRAPHS", _atomic_snapshot, _atomic_restore, _atomic_changed, _atomic_describe,
                   available=_loaded(ATOMIC_MODULE), revert=_atomic_revert),
         pass_manager_spec("ATEN_PRE_LOWERING_PASSES", "ATEN_PRE_LOWERING_PASSES", "pre-lowering pass"),

@@ -1,9 +1,10 @@
 """Torch-TensorRT's process-wide mutable state, per supported release: what isolation holds, and why not the rest.
 
-A systematic read of the installed package (``tests/test_isolation_inventory.py`` walks it: every module-level
-dict, list, set, pass manager or registry one of its functions mutates, and every module global a function
-rebinds) must find nothing this table does not cover, so a new release's new registry shows up as a failing
-test naming it, not as a leak. The list of held state in docs/plugin.md is generated from this table.
+A systematic read of the installed package (``test_isolation_inventory.py`` walks it: every module-level dict,
+list, set, pass manager or registry one of its functions mutates, and every module global a function rebinds) must
+find nothing this table does not cover, so a new release's new registry shows up as a failing test naming it, not
+as a leak. The list of held state in docs/plugin.md is this table's (``python tests/isolation_inventory.py``
+prints it).
 """
 
 from __future__ import annotations
@@ -125,3 +126,7 @@ def readme_lines() -> list[str]:
     lines += [f"- `{e.name}` (`{e.module}`, {e.changed_by}{_only(e)}): {e.reason}"
               for e in INVENTORY if e.held_by is None]
     return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(readme_lines()))
