@@ -14,6 +14,8 @@
 #   git --git-dir=<a clone of pytorch/TensorRT>/.git archive HEAD tests/py/dynamo/conversion | tar -x -C /tmp/tt
 #   cp -r /tmp/tt/tests/py/dynamo/conversion .gpuhost/conversion
 #   printf '[pytest]\naddopts = -p no:cacheprovider\n' > .gpuhost/conversion/pytest.ini
+# (or packed, to keep what travels under its limit: tar cJf .gpuhost/conversion.tar.xz -C .gpuhost/conversion .; carry
+# .gpuhost's files then, not the folder itself)
 # Then, on the host (the run tool: carry .gpuhost): bash .ci/layer_audit_gpu.sh
 STEPS=${STEPS:-capture suite conversion}
 eval "$(bash .gpuhost/install.sh .gpuhost | tail -1)"
@@ -35,6 +37,7 @@ if [[ " $STEPS " == *" check "* ]]; then
     2>&1 | grep -v "Warn\|^W1\|warn" | tee "$OUT/device_check_11.log" | tail -15
 fi
 if [[ " $STEPS " == *" conversion "* ]]; then
+  [ -d .gpuhost/conversion ] || (mkdir .gpuhost/conversion && tar xJf .gpuhost/conversion.tar.xz -C .gpuhost/conversion)
   DUMP=/tmp/engine_dumps; rm -rf "$DUMP"
   (cd .gpuhost/conversion && date -u && TRTCAP_ENGINE_DUMP=$DUMP timeout "${CONV_TIMEOUT:-200}" python3 -m pytest \
     -p pytest_trtcap.plugin -p pytest_trtcap.runs.recorder -p dump_engine_layers \
