@@ -253,11 +253,68 @@ _CAPTURED = ("an FP32 two-linear MLP's engine, DETAILED and LAYER_NAMES_ONLY (H1
              "TensorRT-RTX 1.4, 2026-12-06; shared notes torch-tensorrt-facts.md)")
 _RUN = "captured in tests/data/engine_layers (H100, torch-tensorrt-rtx 2.11, TensorRT-RTX 1.4, 2026-12-06):"
 
+_SUITE = ("seen in Torch-TensorRT's converter tests at a declared 7.5 under --trtcap-audit-layers (H100, "
+          "torch-tensorrt-rtx 2.11, TensorRT-RTX 1.4, 2026-12-06; each engine dumped by .ci/dump_engine_layers.py, "
+          "examples in tests/data/converter_suite_layers), in")
+_COMPARE = "BOOL, INT32, INT64 or FLOAT"
+_POINTWISE = "FLOAT, HALF, INT32 or INT64"
+#: Myelin kernels of the converter suite's engines that are not a GEMM, an attention or a convolution: (what they are,
+#: the datatypes seen, ((token, the converter tests' modules it was seen in), ...)). Every one was LayerType kgen.
+_SUITE_KERNELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
+    ("a Myelin comparison or logic kernel", _COMPARE, (
+        ("Eql", "test_eq_aten, test_ne_aten, test_embedding_bag_aten (__myl_GtrEqlLtOrAnd)"),
+        ("Lt", "test_lt_aten, test_le_aten, test_prelu_aten"), ("Gtr", "test_gt_aten, test_ge_aten"),
+        ("Or", "test_logical_or_aten, test_le_aten"), ("And", "test_logical_and_aten, test_bitwise_and_aten"),
+        ("Not", "test_ne_aten, test_logical_not_aten, test_isnan_aten"), ("Xor", "test_logical_xor_aten"),
+        ("Isin", "test_isinf_aten, test_softplus_aten"))),
+    ("a Myelin pointwise math kernel", _POINTWISE, (
+        ("Floo", "test_floor_aten, test_floor_div_aten, test_remainder_aten"), ("Ceil", "test_ceil_aten"),
+        ("Roun", "test_round_aten"), ("Abs", "test_abs_aten, test_any"), ("Sign", "test_sign_aten, test_trunc_aten"),
+        ("Neg", "test_neg_aten"), ("Min", "test_minimum_aten, test_clamp_aten"),
+        ("Log", "test_log_aten, test_log2, test_log10, test_log1p"), ("Log1", "test_softplus_aten (log1p)"),
+        ("Atan", "test_atan_aten, test_atan2_aten, test_atanh_aten"), ("Asin", "test_asin_aten, test_asinh_aten"),
+        ("Acos", "test_acos_aten, test_acosh_aten"), ("Sin", "test_sin_aten"), ("Cos", "test_cos_aten"),
+        ("Tan", "test_tan_aten"), ("Sinh", "test_sinh_aten"), ("Cosh", "test_cosh_aten"),
+        ("Tanh", "test_tanh_aten, test_gelu_aten"), ("Erf", "test_erf_aten, test_gelu_aten"),
+        ("Sigm", "test_sigmoid_aten"), ("Elu", "test_elu_aten"))),
+    ("a Myelin reduction or normalization kernel", "FLOAT or INT32", (
+        ("Minr", "test_amin_aten, test_min_aten"), ("Mean", "test_mean_aten, test_group_norm_aten"),
+        ("Prod", "test_prod_aten"), ("Inor", "test_group_norm_aten (instance normalization)"))),
+    ("a Myelin indexing, selection or data-movement kernel", "FLOAT, HALF, BOOL, INT32 or INT64", (
+        ("Sele", "test_where_aten"), ("Gath", "test_gather_aten, test_index_select_aten, test_embedding_bag_aten"),
+        ("Scat", "test_scatter_aten, test_index_put_aten"), ("Iota", "test_arange_aten, test_upsample_aten"),
+        ("Spli", "test_split_aten"), ("Grid", "test_grid_aten (grid sampling)"),
+        ("Resi", "test_upsample_aten (resize)"), ("Topk", "test_topk_aten, test_argmax_aten"),
+        ("Bott", "test_topk_aten, test_argmin_aten (bottom k)"))),
+)
+#: Layers of Myelin's runtime outside its ``__myl_`` kernels, by LayerType: (LayerType, what, names, datatypes, where).
+_SUITE_STEPS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("copy", "a Myelin copy of shape values or flags", "__mye<n>_myl<n>_<n>, copy_d<n>h___mye<n>_myl<n>_<n>",
+     "INT64, INT32 or BOOL", "test_upsample_aten, test_pdist_aten, test_embedding_bag_aten"),
+    ("memset", "a Myelin initialisation", "__mye<n>_hc_init_myl<n>_<n>, init_hvar^<n>i<n>_myl<n>_<n>",
+     "INT64, INT32 or BOOL out", "test_pdist_aten, test_embedding_bag_aten"),
+    ("jmp", "a jump of a Myelin loop", "jmp__mye<n>_myl<n>_<n>", "no tensors", "test_embedding_bag_aten"),
+    ("cjmp", "a conditional jump of a Myelin loop", "cbr__mye<n>_myl<n>_<n>, clp___mye<n>_myl<n>_<n>",
+     "1-element INT32, INT64 or BOOL in", "test_pdist_aten, test_embedding_bag_aten"),
+    ("add", "a Myelin loop counter's increment", "__mye<n>_incr_myl<n>_<n>, adv_off^hvar^<n>i<n>_myl<n>_<n>",
+     "1-element INT32 or INT64", "test_pdist_aten, test_embedding_bag_aten"),
+    ("signal", "a Myelin stream synchronization", "entry^bb^signal^<n>_myl<n>_<n>", "no tensors",
+     "test_composite_aten_op (scaled dot-product attention, static shapes)"),
+    ("wait", "a Myelin stream synchronization", "entry^bb^wait^<n>_myl<n>_<n>", "no tensors",
+     "test_composite_aten_op (scaled dot-product attention, static shapes)"),
+    ("ShapeHostToDevice", "a copy of shape values to the device", "[ShapeHostToDeviceCopy <n>]", "INT64 or INT32 out",
+     "test_arange_aten, test_sym_numel_aten, test_full_aten, test_sym_size, test_pdist_aten"),
+    ("avgpool", "average pooling, 2D and 3D (3D pooling is a pooling layer, not a convolution)",
+     "[AVERAGE]-[aten_ops.avg_pool<n>d.default]-[...]", "FLOAT", "test_pool_aten"),
+)
+
 #: How engine layers are classified. Myelin (TensorRT-RTX's fusing compiler) names a fused layer
 #: ``__myl_<Kernels>_myl<g>_<n>``, the kernels CamelCase (``FcAddRelu``: a GEMM, an add and a ReLU); other layers keep
 #: a ``LayerType`` (``LayerType:`` entries), and a few kernels are known by their name's start (``Name:`` entries). A
 #: Myelin name is read token by token: any GEMM, attention or convolution token makes the layer that category; a token
-#: not in the table makes it unknown. Each entry says where it was seen.
+#: not in the table, or a name cut short (:data:`TRUNCATED`), makes it unknown. Myelin's runtime steps outside its
+#: kernels (copies, initialisations, the jumps of its loops, stream synchronization) are known by their LayerType. Each
+#: entry says where it was seen, with what LayerType and datatypes.
 ENGINE_LAYER_TABLE: tuple[EngineEntry, ...] = (
     EngineEntry("Fc", "gemm", f"a fully connected (GEMM) kernel, in __myl_FcAddRelu_myl0_0: {_CAPTURED}; {_RUN} "
                 "linear, matmul (__myl_FcAdd) and cdist (__myl_FcMax)"),
@@ -279,6 +336,13 @@ ENGINE_LAYER_TABLE: tuple[EngineEntry, ...] = (
           ("Sub", "attention FP32 (softmax)"), ("Exp", "attention FP32 (softmax)"),
           ("Sum", "attention FP32, cdist"), ("Div", "attention FP32 (softmax)"), ("Pow", "cdist"),
           ("Slic", "cdist dynamic"), ("Max", "cdist (clamp)"), ("Sqrt", "cdist"))),
+    EngineEntry("Corr", "convolution", f"a correlation (convolution) Myelin fused into a kgen kernel, FLOAT "
+                f"(__myl_MoveConcMoveConcConcCorr: a 1D convolution with a tensor weight, its input 4-D): {_SUITE} "
+                "test_convolution_aten"),
+    *(EngineEntry(token, "other", f"{what}, LayerType kgen, {dtypes}: {_SUITE} {where}")
+      for what, dtypes, entries in _SUITE_KERNELS for token, where in entries),
+    *(EngineEntry(f"LayerType:{kind}", "other", f"{what} ({names}), {dtypes}: {_SUITE} {where}")
+      for kind, what, names, dtypes, where in _SUITE_STEPS),
 )
 
 
@@ -291,6 +355,10 @@ def _table(entries: Sequence[EngineEntry] = ENGINE_LAYER_TABLE) -> tuple[dict[st
 _MYELIN = re.compile(r"^__myl_(?P<kernels>[A-Za-z0-9]+?)_myl\d+_\d+$")
 _TOKEN = re.compile(r"[A-Z][a-z0-9]*")
 _RESTRICTED = ("gemm", "attention", "convolution")
+#: Myelin cuts a long fused layer's name short, ending it with ``Etc`` (``__myl_IotaMulFloo...ReplReshEtc_myl0_0``):
+#: the kernels after the cut cannot be read, so the layer is unknown unless a GEMM, attention or convolution token
+#: shows before it, whatever the table says of the tokens shown.
+TRUNCATED = "Etc"
 
 
 def classify_engine_layer(name: str, layer_type: str = "", entries: Sequence[EngineEntry] = ENGINE_LAYER_TABLE) -> str:
@@ -303,7 +371,7 @@ def classify_engine_layer(name: str, layer_type: str = "", entries: Sequence[Eng
             if entry.pattern.startswith("Name:") and name.startswith(entry.pattern.split(":", 1)[1]):
                 return entry.category
         return types.get(layer_type.lower(), UNKNOWN)
-    found = [tokens.get(t, UNKNOWN) for t in _TOKEN.findall(match.group("kernels"))]
+    found = [UNKNOWN if t == TRUNCATED else tokens.get(t, UNKNOWN) for t in _TOKEN.findall(match.group("kernels"))]
     restricted = [c for c in found if c in _RESTRICTED]
     if restricted:
         return restricted[0]
